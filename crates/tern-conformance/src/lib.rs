@@ -1,0 +1,2 @@
+//! Fixtures for the official MCP conformance suite, written against the public
+//! Tern API like any user's server or client.
