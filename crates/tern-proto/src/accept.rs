@@ -1,0 +1,305 @@
+//! The server's accept rules for one request, in the order of DIGEST
+//! HTTP-A5 (steps 6–10 and 12; the router decides step 11, the server the
+//! rest).
+
+use serde_json::{Map, Value};
+use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_keys};
+
+use crate::contract::McpHeaders;
+use crate::error::McpError;
+use crate::headers::decode_header_value;
+
+/// The log levels of this revision, lowest first (DIGEST §6.9).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The reserved `_meta` of a request, parsed and checked (META-C6, META-S7).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestMeta {
+    /// The protocol version of this request.
+    pub protocol_version: String,
+    /// What the client can do for this request, and nothing more (META-S9).
+    pub client_capabilities: ClientCapabilities,
+    /// The client's self-declared identity (META-11: display only).
+    pub client_info: Option<Implementation>,
+    /// The opted-in log level, an index into [`LOG_LEVELS`] (LOG-S2).
+    pub log_level: Option<usize>,
+    /// The progress token, a string or an integer (PROG-C1).
+    pub progress_token: Option<Value>,
+    /// The whole `_meta` object, for extensions and tracing keys.
+    pub raw: Map<String, Value>,
+}
+
+/// A request that passed the envelope checks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Accepted {
+    /// The request id, echoed by the response.
+    pub id: RequestId,
+    /// The method.
+    pub method: String,
+    /// The params, `_meta` included.
+    pub params: Map<String, Value>,
+    /// The parsed `_meta`.
+    pub meta: RequestMeta,
+}
+
+/// The methods that may answer `input_required` (MRTR-S1, MRTR-S2).
+pub fn may_require_input(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
+/// Checks a request's envelope: the `MCP-Protocol-Version` header (HTTP
+/// only), `_meta`, the version, the capabilities and `Mcp-Method`, first
+/// failure wins (HTTP-A5 steps 6–10; DIGEST §11 A2).
+///
+/// `headers` is `None` on stdio, where the header steps do not apply.
+/// Errors answering `initialize` name the supported versions (COMPAT-S2).
+pub fn accept_request(
+    req: Request,
+    headers: Option<&McpHeaders>,
+    supported: &[String],
+) -> Result<Accepted, McpError> {
+    let is_initialize = req.method == "initialize";
+    check_envelope(req, headers, supported).map_err(|e| {
+        if is_initialize {
+            for_initialize(e, supported)
+        } else {
+            e
+        }
+    })
+}
+
+fn check_envelope(
+    req: Request,
+    headers: Option<&McpHeaders>,
+    supported: &[String],
+) -> Result<Accepted, McpError> {
+    let header_version = match headers {
+        Some(h) => match h.protocol_version.as_deref() {
+            Some(v) => Some(v),
+            // Step 6, first half: COMPAT-S4 for a modern-only server.
+            None => {
+                return Err(McpError::HeaderMismatch {
+                    message: "MCP-Protocol-Version header is required".into(),
+                    supported: Some(supported.to_vec()),
+                });
+            }
+        },
+        None => None,
+    };
+    let params = req.params.unwrap_or_default();
+    let Some(Value::Object(meta)) = params.get("_meta") else {
+        return Err(McpError::MissingMeta(match params.get("_meta") {
+            None => "params._meta is required".into(),
+            Some(_) => "params._meta must be an object".into(),
+        }));
+    };
+    // Step 6, second half.
+    let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v.clone(),
+        Some(_) => {
+            return Err(McpError::MissingMeta(format!(
+                "{} must be a string",
+                meta_keys::PROTOCOL_VERSION
+            )));
+        }
+        None => {
+            return Err(McpError::MissingMeta(format!(
+                "_meta[\"{}\"] is required",
+                meta_keys::PROTOCOL_VERSION
+            )));
+        }
+    };
+    // Step 7.
+    if let Some(h) = header_version {
+        if h != version {
+            return Err(McpError::HeaderMismatch {
+                message: format!(
+                    "MCP-Protocol-Version header value '{h}' does not match body value '{version}'"
+                ),
+                supported: Some(supported.to_vec()),
+            });
+        }
+    }
+    // Step 8.
+    if !supported.iter().any(|s| *s == version) {
+        return Err(McpError::UnsupportedVersion {
+            requested: version,
+            supported: supported.to_vec(),
+        });
+    }
+    // Step 9.
+    let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+        Some(v @ Value::Object(_)) => serde_json::from_value::<ClientCapabilities>(v.clone())
+            .map_err(|e| {
+                McpError::MissingMeta(format!(
+                    "{} is malformed: {e}",
+                    meta_keys::CLIENT_CAPABILITIES
+                ))
+            })?,
+        Some(_) => {
+            return Err(McpError::MissingMeta(format!(
+                "{} must be an object",
+                meta_keys::CLIENT_CAPABILITIES
+            )));
+        }
+        None => {
+            return Err(McpError::MissingMeta(format!(
+                "_meta[\"{}\"] is required",
+                meta_keys::CLIENT_CAPABILITIES
+            )));
+        }
+    };
+    let client_info = match meta.get(meta_keys::CLIENT_INFO) {
+        None => None,
+        Some(v) => Some(
+            serde_json::from_value::<Implementation>(v.clone()).map_err(|e| {
+                McpError::MissingMeta(format!("{} is malformed: {e}", meta_keys::CLIENT_INFO))
+            })?,
+        ),
+    };
+    let log_level = match meta.get(meta_keys::LOG_LEVEL) {
+        None => None,
+        Some(Value::String(l)) => match LOG_LEVELS.iter().position(|x| x == l) {
+            Some(i) => Some(i),
+            // LOG-S4.
+            None => return Err(McpError::invalid_params(format!("Unknown log level: {l}"))),
+        },
+        Some(_) => return Err(McpError::invalid_params("logLevel must be a string")),
+    };
+    let progress_token = match meta.get(meta_keys::PROGRESS_TOKEN) {
+        None => None,
+        Some(v @ Value::String(_)) => Some(v.clone()),
+        Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),
+        Some(_) => {
+            return Err(McpError::invalid_params(
+                "progressToken must be a string or an integer",
+            ));
+        }
+    };
+    // Step 10.
+    if let Some(h) = headers {
+        match h.method.as_deref() {
+            None => {
+                return Err(McpError::HeaderMismatch {
+                    message: "Mcp-Method header is required".into(),
+                    supported: None,
+                });
+            }
+            Some(m) if m != req.method => {
+                return Err(McpError::HeaderMismatch {
+                    message: format!(
+                        "Mcp-Method header value '{m}' does not match body value '{}'",
+                        req.method
+                    ),
+                    supported: None,
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    let meta = RequestMeta {
+        protocol_version: version,
+        client_capabilities,
+        client_info,
+        log_level,
+        progress_token,
+        raw: meta.clone(),
+    };
+    Ok(Accepted {
+        id: req.id,
+        method: req.method,
+        params,
+        meta,
+    })
+}
+
+/// Checks `Mcp-Name` against `params.name` or `params.uri` for the three
+/// methods that need it (HTTP-A5 step 12, HTTP-S11). Call it once the method
+/// is known to exist.
+pub fn check_name_header(
+    accepted: &Accepted,
+    headers: Option<&McpHeaders>,
+) -> Result<(), McpError> {
+    let Some(headers) = headers else {
+        return Ok(());
+    };
+    let field = match accepted.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    let body = accepted.params.get(field).and_then(Value::as_str);
+    let mismatch = |message: String| McpError::HeaderMismatch {
+        message,
+        supported: None,
+    };
+    let Some(raw) = headers.name.as_deref() else {
+        return Err(mismatch("Mcp-Name header is required".into()));
+    };
+    let decoded = decode_header_value(raw).map_err(|e| mismatch(format!("Mcp-Name: {e}")))?;
+    match body {
+        Some(b) if b == decoded => Ok(()),
+        Some(b) => Err(mismatch(format!(
+            "Mcp-Name header value '{decoded}' does not match body value '{b}'"
+        ))),
+        // The params are malformed; step 14 reports that.
+        None => Ok(()),
+    }
+}
+
+/// Refuses `inputResponses` and `requestState` on methods that cannot be
+/// retried (MRTR-S-A3, DIGEST §11 A10).
+pub fn check_mrtr_fields(accepted: &Accepted) -> Result<(), McpError> {
+    if may_require_input(&accepted.method) {
+        return Ok(());
+    }
+    for field in ["inputResponses", "requestState"] {
+        if accepted.params.contains_key(field) {
+            return Err(McpError::invalid_params(format!(
+                "{field} is only allowed on tools/call, prompts/get and resources/read"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn for_initialize(e: McpError, supported: &[String]) -> McpError {
+    let versions = supported.join(", ");
+    let note = format!("This server supports MCP {versions} only");
+    match e {
+        McpError::HeaderMismatch { message, .. } => McpError::HeaderMismatch {
+            message: format!("{message}. {note}"),
+            supported: Some(supported.to_vec()),
+        },
+        McpError::MissingMeta(m) => McpError::InvalidParams {
+            message: format!("Invalid params: {m}. {note}"),
+            data: Some(serde_json::json!({ "supported": supported })),
+        },
+        other => other,
+    }
+}
+
+/// The error for an unknown method; `initialize` gets the supported versions
+/// (COMPAT-S-A1).
+pub fn method_not_found(method: &str, supported: &[String]) -> McpError {
+    McpError::MethodNotFound {
+        method: if method == "initialize" {
+            format!(
+                "initialize. This server supports MCP {} only",
+                supported.join(", ")
+            )
+        } else {
+            method.to_owned()
+        },
+        supported: (method == "initialize").then(|| supported.to_vec()),
+    }
+}

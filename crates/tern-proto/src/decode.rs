@@ -1,0 +1,410 @@
+//! Decoding one JSON-RPC message with limits (DIGEST §1.1, BASE-A2,
+//! STDIO-A2; SECURITY.md §3.4, §3.8).
+//!
+//! serde_json keeps the last of two duplicate object keys and recurses up to
+//! 128 levels. Neither is acceptable for input whose digest binds a state:
+//! `{"a":1,"a":2}` must not mean one thing to the digest and another to the
+//! handler. So messages are read through a visitor that rejects duplicate
+//! keys and nesting past a limit while it builds the value.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use tern_types::{ErrorResponse, Notification, Request, RequestId, ResultResponse};
+
+use crate::error::McpError;
+
+/// Limits applied while decoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest body accepted, in bytes.
+    pub max_bytes: usize,
+    /// The deepest nesting of arrays and objects accepted. The message
+    /// object itself is depth 1.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    /// 4 MiB and 64 levels: a request's params can hold a tool argument
+    /// object nested 32 deep (SECURITY.md §3.4) with room for the envelope.
+    fn default() -> Self {
+        Limits {
+            max_bytes: 4 * 1024 * 1024,
+            max_depth: 64,
+        }
+    }
+}
+
+/// One decoded JSON-RPC message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// A request: it expects a response.
+    Request(Request),
+    /// A notification: it gets no response (BASE-6).
+    Notification(Notification),
+    /// A successful response.
+    Result(ResultResponse),
+    /// An error response.
+    Error(ErrorResponse),
+}
+
+/// A message that could not be decoded, with the request id when it could
+/// still be read (BASE-5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodeError {
+    /// The id of the offending request, if known.
+    pub id: Option<RequestId>,
+    /// The error to answer with.
+    pub error: McpError,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LimitHit {
+    Duplicate,
+    Depth,
+}
+
+/// Parses JSON text into a [`Value`], rejecting duplicate keys and nesting
+/// deeper than `max_depth`.
+///
+/// Malformed JSON, trailing characters, invalid UTF-8 and non-finite numbers
+/// are -32700; duplicate keys and excess depth are -32602 (the text is JSON,
+/// the parameters are not acceptable).
+pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, McpError> {
+    let hit = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Our own depth limit replaces serde_json's; it is lower, so the stack
+    // stays bounded.
+    let parsed = StrictSeed {
+        depth: 0,
+        max_depth,
+        hit: &hit,
+    }
+    .deserialize(&mut de);
+    let value = match parsed {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(match hit.get() {
+                Some(LimitHit::Duplicate) => McpError::invalid_params("Duplicate object key"),
+                Some(LimitHit::Depth) => McpError::invalid_params("JSON nested too deeply"),
+                None => McpError::Parse(parse_detail(&e)),
+            });
+        }
+    };
+    de.end().map_err(|e| McpError::Parse(parse_detail(&e)))?;
+    Ok(value)
+}
+
+fn parse_detail(e: &serde_json::Error) -> String {
+    // Line and column help a person fix a hand-written request; the rest of
+    // serde_json's text is stable enough to show.
+    e.to_string()
+}
+
+#[derive(Clone, Copy)]
+struct StrictSeed<'h> {
+    depth: usize,
+    max_depth: usize,
+    hit: &'h Cell<Option<LimitHit>>,
+}
+
+impl StrictSeed<'_> {
+    fn deeper<E: de::Error>(&self) -> Result<Self, E> {
+        if self.depth + 1 > self.max_depth {
+            self.hit.set(Some(LimitHit::Depth));
+            return Err(E::custom("nesting too deep"));
+        }
+        Ok(StrictSeed {
+            depth: self.depth + 1,
+            max_depth: self.max_depth,
+            hit: self.hit,
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictSeed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("non-finite number"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.deeper()?;
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(v) = seq.next_element_seed(inner)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let inner = self.deeper()?;
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                self.hit.set(Some(LimitHit::Duplicate));
+                return Err(de::Error::custom("duplicate key"));
+            }
+            let v = map.next_value_seed(inner)?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Decodes one message: size limit first (the caller should also refuse to
+/// read past it), then strict parsing, then the JSON-RPC shape.
+pub fn decode_message(bytes: &[u8], limits: &Limits) -> Result<Message, DecodeError> {
+    if bytes.len() > limits.max_bytes {
+        return Err(DecodeError {
+            id: None,
+            error: McpError::PayloadTooLarge,
+        });
+    }
+    let value = parse_value(bytes, limits.max_depth).map_err(|error| DecodeError {
+        // Duplicate keys and depth leave valid JSON behind: recover the id
+        // so the error can echo it.
+        id: match error {
+            McpError::Parse(_) => None,
+            _ => peek_id(bytes),
+        },
+        error,
+    })?;
+    classify(value)
+}
+
+fn peek_id(bytes: &[u8]) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        id: Option<RequestId>,
+    }
+    serde_json::from_slice::<Peek>(bytes)
+        .ok()
+        .and_then(|p| p.id)
+}
+
+/// Sorts a parsed value into the four JSON-RPC message kinds (BASE-1..7).
+pub fn classify(value: Value) -> Result<Message, DecodeError> {
+    let invalid = |id: Option<RequestId>, why: &str| DecodeError {
+        id,
+        error: McpError::InvalidRequest(why.to_owned()),
+    };
+    let Value::Object(obj) = value else {
+        let why = if value.is_array() {
+            "batches are not supported; send one message"
+        } else {
+            "a message must be a JSON object"
+        };
+        return Err(invalid(None, why));
+    };
+    let id = match obj.get("id") {
+        None | Some(Value::Null) => None,
+        Some(v) => match serde_json::from_value::<RequestId>(v.clone()) {
+            Ok(id) => Some(id),
+            Err(_) => return Err(invalid(None, "id must be a string or an integer")),
+        },
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(id, "jsonrpc must be \"2.0\""));
+    }
+    let (has_method, has_id) = (obj.contains_key("method"), obj.contains_key("id"));
+    let (has_result, has_error) = (obj.contains_key("result"), obj.contains_key("error"));
+    let value = Value::Object(obj);
+    let shape_err = |id: Option<RequestId>, e: serde_json::Error| invalid(id, &e.to_string());
+    if has_method {
+        if has_id {
+            if id.is_none() {
+                return Err(invalid(None, "a request id must not be null"));
+            }
+            serde_json::from_value(value)
+                .map(Message::Request)
+                .map_err(|e| shape_err(id, e))
+        } else {
+            serde_json::from_value(value)
+                .map(Message::Notification)
+                .map_err(|e| shape_err(id, e))
+        }
+    } else if has_result {
+        serde_json::from_value(value)
+            .map(Message::Result)
+            .map_err(|e| shape_err(id, e))
+    } else if has_error {
+        serde_json::from_value(value)
+            .map(Message::Error)
+            .map_err(|e| shape_err(id, e))
+    } else {
+        Err(invalid(id, "not a request, notification or response"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_types::ErrorCode;
+
+    fn code(bytes: &[u8]) -> ErrorCode {
+        decode_message(bytes, &Limits::default())
+            .unwrap_err()
+            .error
+            .code()
+    }
+
+    #[test]
+    fn malformed_input_is_a_parse_error() {
+        for bad in [
+            &b"{"[..],
+            b"{\"jsonrpc\":\"2.0\"} trailing",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":NaN}}",
+            b"\xff\xfe{}",
+            b"{\"a\":\"\xc3\x28\"}",
+            b"",
+        ] {
+            assert_eq!(
+                code(bad),
+                ErrorCode::PARSE_ERROR,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_are_invalid_params_and_keep_the_id() {
+        let bytes =
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","name":"b"}}"#;
+        let err = decode_message(bytes, &Limits::default()).unwrap_err();
+        assert_eq!(err.error.code(), ErrorCode::INVALID_PARAMS);
+        assert_eq!(err.id, Some(RequestId::Number(7)));
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            max_depth: 8,
+        };
+        let ok = format!("{}{}", "[".repeat(8), "]".repeat(8));
+        assert!(parse_value(ok.as_bytes(), 8).is_ok());
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":{}{}}}}}"#,
+            "[".repeat(8),
+            "]".repeat(8)
+        );
+        let err = decode_message(deep.as_bytes(), &limits).unwrap_err();
+        assert_eq!(err.error.code(), ErrorCode::INVALID_PARAMS);
+        assert_eq!(err.id, Some(RequestId::Number(1)));
+    }
+
+    #[test]
+    fn size_is_checked_before_parsing() {
+        let limits = Limits {
+            max_bytes: 10,
+            max_depth: 8,
+        };
+        let err = decode_message(b"{\"jsonrpc\":\"2.0\"}", &limits).unwrap_err();
+        assert_eq!(err.error, McpError::PayloadTooLarge);
+    }
+
+    #[test]
+    fn batches_and_non_objects_are_invalid_requests() {
+        // BASE-A2.
+        assert_eq!(code(b"[]"), ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            code(br#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#),
+            ErrorCode::INVALID_REQUEST
+        );
+        assert_eq!(code(b"42"), ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            code(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#),
+            ErrorCode::INVALID_REQUEST
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            ErrorCode::INVALID_REQUEST
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#),
+            ErrorCode::INVALID_REQUEST
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[]}"#),
+            ErrorCode::INVALID_REQUEST
+        );
+    }
+
+    #[test]
+    fn the_four_kinds_are_told_apart() {
+        let l = Limits::default();
+        assert!(matches!(
+            decode_message(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}"#, &l),
+            Ok(Message::Request(r)) if r.id == RequestId::String("a".into())
+        ));
+        assert!(matches!(
+            decode_message(
+                br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
+                &l
+            ),
+            Ok(Message::Notification(_))
+        ));
+        assert!(matches!(
+            decode_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &l),
+            Ok(Message::Result(_))
+        ));
+        // BASE-A1: accept "id": null on errors when receiving.
+        assert!(matches!(
+            decode_message(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#, &l),
+            Ok(Message::Error(e)) if e.id.is_none()
+        ));
+    }
+
+    #[test]
+    fn big_integers_stay_exact() {
+        let v = parse_value(
+            b"[9007199254740993, 18446744073709551615, -9223372036854775808]",
+            4,
+        )
+        .unwrap();
+        assert_eq!(v[0].as_u64(), Some(9_007_199_254_740_993));
+        assert_eq!(v[1].as_u64(), Some(u64::MAX));
+        assert_eq!(v[2].as_i64(), Some(i64::MIN));
+    }
+}
