@@ -119,18 +119,18 @@ fn check_envelope(
         }
     };
     // Step 7.
-    if let Some(h) = header_version {
-        if h != version {
-            return Err(McpError::HeaderMismatch {
-                message: format!(
-                    "MCP-Protocol-Version header value '{h}' does not match body value '{version}'"
-                ),
-                supported: Some(supported.to_vec()),
-            });
-        }
+    if let Some(h) = header_version
+        && h != version
+    {
+        return Err(McpError::HeaderMismatch {
+            message: format!(
+                "MCP-Protocol-Version header value '{h}' does not match body value '{version}'"
+            ),
+            supported: Some(supported.to_vec()),
+        });
     }
     // Step 8.
-    if !supported.iter().any(|s| *s == version) {
+    if !supported.contains(&version) {
         return Err(McpError::UnsupportedVersion {
             requested: version,
             supported: supported.to_vec(),

@@ -60,7 +60,7 @@ pub enum McpError {
     #[error("Missing required client capability")]
     MissingCapability {
         /// What is missing, in `ClientCapabilities` shape.
-        required: ClientCapabilities,
+        required: Box<ClientCapabilities>,
         /// A sentence naming what is needed.
         message: String,
     },
