@@ -244,7 +244,7 @@ mod tests {
         // META-S10: requiredCapabilities is ClientCapabilities-shaped.
         let required: ClientCapabilities = serde_json::from_value(json!({"sampling": {}})).unwrap();
         let e = McpError::MissingCapability {
-            required,
+            required: Box::new(required),
             message: "needs sampling".into(),
         };
         let obj = e.to_error_object();
