@@ -1,0 +1,587 @@
+//! The Ask API: how a handler asks the client for input in a multi
+//! round-trip request (DIGEST §4, ARCHITECTURE.md "The handler API").
+//!
+//! A handler re-runs from the top on every round (MRTR-S-A2). Each time it
+//! declares what it needs; answers already given come back typed, and
+//! everything still missing goes out in one `input_required` result. An
+//! answer counts only when it arrives with a verified state from the round
+//! that asked it, and only for the exact question asked (a digest of the
+//! request travels in the state), so a client cannot answer a question that
+//! was never asked (SECURITY.md §3.8).
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tern_proto::McpError;
+use tern_types::ClientCapabilities;
+
+use crate::form::{ElicitForm, check_form_schema, validate_content};
+use crate::outcome::{Error, Pending};
+
+/// The kind of an input request, and so the capability it needs (MRTR-S8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// `elicitation/create` in form mode: needs `elicitation` (or
+    /// `elicitation.form`).
+    Form,
+    /// `elicitation/create` in URL mode: needs `elicitation.url`.
+    Url,
+    /// `sampling/createMessage`: needs `sampling`.
+    Sampling,
+    /// `roots/list`: needs `roots`.
+    Roots,
+}
+
+impl InputKind {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            InputKind::Form => 1,
+            InputKind::Url => 2,
+            InputKind::Sampling => 3,
+            InputKind::Roots => 4,
+        }
+    }
+
+    /// Whether the client declared this kind in this request (ELIC-S3,
+    /// MRTR-S8).
+    pub fn declared(self, caps: &ClientCapabilities) -> bool {
+        match self {
+            InputKind::Form => caps.elicitation_form(),
+            InputKind::Url => caps.elicitation_url(),
+            InputKind::Sampling => caps.sampling(),
+            InputKind::Roots => caps.roots(),
+        }
+    }
+
+    /// The capability in `ClientCapabilities` shape, for
+    /// `requiredCapabilities` (META-S10).
+    pub(crate) fn capability(self) -> (&'static str, Value) {
+        match self {
+            InputKind::Form => ("elicitation", json!({"form": {}})),
+            InputKind::Url => ("elicitation", json!({"url": {}})),
+            InputKind::Sampling => ("sampling", json!({})),
+            InputKind::Roots => ("roots", json!({})),
+        }
+    }
+}
+
+/// One input request issued in a round.
+#[derive(Clone, Debug)]
+pub(crate) struct Asked {
+    pub(crate) key: String,
+    pub(crate) kind: InputKind,
+    pub(crate) request: Value,
+    pub(crate) rdig: [u8; 16],
+}
+
+/// An input key the previous round asked, as its state records it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Expect {
+    pub(crate) key: String,
+    pub(crate) kind: u8,
+    pub(crate) rdig: [u8; 16],
+}
+
+/// An answer accepted in an earlier round, carried in the state (MRTR-E3).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Done {
+    pub(crate) key: String,
+    pub(crate) rdig: [u8; 16],
+    /// The answer's JSON text.
+    pub(crate) answer: Vec<u8>,
+}
+
+pub(crate) fn request_digest(request: &Value) -> [u8; 16] {
+    let full = tern_seal::canonical::digest(request).unwrap_or([0; 32]);
+    let mut out = [0; 16];
+    out.copy_from_slice(&full[..16]);
+    out
+}
+
+/// What the framework knows about the answers of this round.
+#[derive(Debug, Default)]
+pub(crate) struct AskContext {
+    pub(crate) caps: ClientCapabilities,
+    /// Whether a state from an earlier round was opened and verified.
+    pub(crate) verified: bool,
+    pub(crate) expect: Vec<Expect>,
+    pub(crate) done: Vec<Done>,
+    /// `inputResponses`, read only when `verified`.
+    pub(crate) responses: Map<String, Value>,
+    /// Answers accepted during this run, carried into the next state.
+    pub(crate) accepted: Mutex<Vec<Done>>,
+}
+
+impl AskContext {
+    fn find_done(&self, key: &str, rdig: &[u8; 16]) -> Option<Value> {
+        self.done
+            .iter()
+            .find(|d| d.key == key && d.rdig == *rdig)
+            .and_then(|d| serde_json::from_slice(&d.answer).ok())
+    }
+
+    fn expected(&self, key: &str, kind: InputKind, rdig: &[u8; 16]) -> bool {
+        self.expect.iter().any(|e| e.key == key && e.kind == kind.code() && e.rdig == *rdig)
+    }
+
+    fn asked_before(&self, key: &str) -> bool {
+        self.expect.iter().any(|e| e.key == key)
+    }
+
+    fn accept(&self, key: &str, rdig: [u8; 16], answer: &Value) {
+        if let Ok(mut a) = self.accepted.lock() {
+            a.retain(|d| d.key != key);
+            a.push(Done { key: key.to_owned(), rdig, answer: answer.to_string().into_bytes() });
+        }
+    }
+
+    /// The answers to carry into the next state: earlier ones, replaced by
+    /// any accepted again in this run.
+    pub(crate) fn carried(&self) -> Vec<Done> {
+        let accepted = self.accepted.lock().map(|a| a.clone()).unwrap_or_default();
+        let mut out: Vec<Done> =
+            self.done.iter().filter(|d| !accepted.iter().any(|a| a.key == d.key)).cloned().collect();
+        out.extend(accepted);
+        out
+    }
+}
+
+/// The handle a handler asks through. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Ask {
+    pub(crate) cx: Arc<AskContext>,
+}
+
+impl Ask {
+    /// Asks for everything in `needs` in one round: a single need, or a
+    /// tuple of needs. Returns the answers when all required ones are in;
+    /// otherwise [`Error::Input`] with every missing request of the round,
+    /// or -32021 when a required kind was not declared (MRTR-S9).
+    pub fn all<N: NeedSet>(&self, needs: N) -> Result<N::Output, Error> {
+        let mut round = Round { cx: &self.cx, missing: Vec::new(), undeclared: Vec::new() };
+        let out = needs.evaluate(&mut round)?;
+        round.finish()?;
+        out.ok_or_else(|| Error::Protocol(McpError::Internal("an answer went missing".into())))
+    }
+
+    /// Asks for one typed form (form-mode elicitation).
+    pub fn form<T: ElicitForm>(&self, key: &str, message: &str) -> Result<Elicited<T>, Error> {
+        self.all(Need::form::<T>(key, message))
+    }
+
+    /// The client's capabilities for this request.
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.cx.caps
+    }
+}
+
+/// Collects the evaluation of one round's needs.
+pub struct Round<'a> {
+    cx: &'a AskContext,
+    missing: Vec<Asked>,
+    undeclared: Vec<InputKind>,
+}
+
+impl Round<'_> {
+    fn finish(self) -> Result<(), Error> {
+        if !self.undeclared.is_empty() {
+            let mut required = Map::new();
+            let mut names = Vec::new();
+            for k in &self.undeclared {
+                let (cap, v) = k.capability();
+                names.push(cap);
+                match (required.get_mut(cap), v) {
+                    (Some(Value::Object(have)), Value::Object(more)) => have.extend(more),
+                    (_, v) => {
+                        required.insert(cap.to_owned(), v);
+                    }
+                }
+            }
+            names.dedup();
+            let required = serde_json::from_value(Value::Object(required))
+                .map_err(|e| McpError::Internal(e.to_string()))?;
+            return Err(Error::Protocol(McpError::MissingCapability {
+                required: Box::new(required),
+                message: format!("This request needs the client capability: {}", names.join(", ")),
+            }));
+        }
+        if !self.missing.is_empty() {
+            return Err(Error::Input(Pending { requests: self.missing, continuation: None }));
+        }
+        Ok(())
+    }
+}
+
+/// How a need is declared (ARCHITECTURE.md, "The handler API").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Required,
+    Optional,
+}
+
+/// One thing a handler needs from the client, answered as `T`.
+pub struct Need<T> {
+    key: String,
+    kind: InputKind,
+    request: Value,
+    mode: Mode,
+    parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Need<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Need").field("key", &self.key).field("kind", &self.kind).finish()
+    }
+}
+
+/// The answer to a form or URL elicitation: accept, decline and cancel are
+/// three different outcomes (ELIC-S12, MRTR-E4).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Elicited<T> {
+    /// The person submitted (form) or consented to open the URL (URL mode;
+    /// consent, not completion: ELIC-10).
+    Accepted(T),
+    /// The person explicitly said no.
+    Declined,
+    /// The person dismissed the request without choosing.
+    Cancelled,
+}
+
+impl<T> Elicited<T> {
+    /// The accepted value, if any.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Elicited::Accepted(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// A sampled message (`CreateMessageResult`), checked as SECURITY.md §3.8
+/// asks. The text is untrusted: it may carry prompt injection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampled {
+    /// The model that produced it.
+    pub model: String,
+    /// One content block or an array of them, as sent.
+    pub content: Value,
+    /// Why sampling stopped, when given.
+    pub stop_reason: Option<String>,
+}
+
+impl Sampled {
+    /// The text of the content's text blocks, joined.
+    pub fn text(&self) -> String {
+        let blocks: Vec<&Value> = match &self.content {
+            Value::Array(a) => a.iter().collect(),
+            one => vec![one],
+        };
+        blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+/// A filesystem root the client exposes (deprecated feature).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A display name.
+    pub name: Option<String>,
+}
+
+fn malformed(key: &str, what: impl std::fmt::Display) -> McpError {
+    McpError::InvalidParams {
+        message: format!("inputResponses.{key}: {what}"),
+        data: Some(json!({"key": key})),
+    }
+}
+
+fn parse_action(key: &str, answer: &Value) -> Result<&'static str, McpError> {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => Ok("accept"),
+        Some("decline") => Ok("decline"),
+        Some("cancel") => Ok("cancel"),
+        Some(other) => Err(malformed(key, format!("unknown action {other:?}"))),
+        None => Err(malformed(key, "an elicitation answer needs an action")),
+    }
+}
+
+fn parse_form<T: DeserializeOwned>(key: &str, request: &Value, answer: &Value) -> Result<Elicited<T>, McpError> {
+    if !answer.is_object() {
+        return Err(malformed(key, "an elicitation answer must be an object"));
+    }
+    match parse_action(key, answer)? {
+        "accept" => {
+            let schema = &request["params"]["requestedSchema"];
+            let content = answer.get("content").unwrap_or(&Value::Null);
+            let kept = validate_content(key, schema, content)?;
+            serde_json::from_value(Value::Object(kept))
+                .map(Elicited::Accepted)
+                .map_err(|e| malformed(key, e))
+        }
+        // ELIC-A1: content with decline or cancel is discarded.
+        "decline" => Ok(Elicited::Declined),
+        _ => Ok(Elicited::Cancelled),
+    }
+}
+
+fn parse_url(key: &str, _request: &Value, answer: &Value) -> Result<Elicited<()>, McpError> {
+    if !answer.is_object() {
+        return Err(malformed(key, "an elicitation answer must be an object"));
+    }
+    Ok(match parse_action(key, answer)? {
+        "accept" => Elicited::Accepted(()),
+        "decline" => Elicited::Declined,
+        _ => Elicited::Cancelled,
+    })
+}
+
+const KNOWN_BLOCKS: &[&str] = &["text", "image", "audio", "tool_use", "tool_result"];
+
+fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled, McpError> {
+    let obj = answer.as_object().ok_or_else(|| malformed(key, "a sampling answer must be an object"))?;
+    if obj.get("role").and_then(Value::as_str) != Some("assistant") {
+        return Err(malformed(key, "role must be \"assistant\""));
+    }
+    let model = obj
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or_else(|| malformed(key, "model must be a string"))?;
+    let content = obj.get("content").ok_or_else(|| malformed(key, "content is required"))?;
+    let blocks: Vec<&Value> = match content {
+        Value::Array(a) => a.iter().collect(),
+        one => vec![one],
+    };
+    for b in blocks {
+        let t = b.get("type").and_then(Value::as_str);
+        if !t.is_some_and(|t| KNOWN_BLOCKS.contains(&t)) {
+            return Err(malformed(key, "content blocks must be text, image, audio, tool_use or tool_result"));
+        }
+    }
+    let stop_reason = match obj.get("stopReason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(malformed(key, "stopReason must be a string")),
+    };
+    Ok(Sampled { model: model.to_owned(), content: content.clone(), stop_reason })
+}
+
+/// At most this many roots are read (SECURITY.md §3.8).
+const MAX_ROOTS: usize = 1000;
+
+fn parse_roots(key: &str, _request: &Value, answer: &Value) -> Result<Vec<Root>, McpError> {
+    let roots = answer
+        .get("roots")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed(key, "a roots answer needs a roots array"))?;
+    if roots.len() > MAX_ROOTS {
+        return Err(malformed(key, "too many roots"));
+    }
+    roots
+        .iter()
+        .map(|r| {
+            let uri = r.get("uri").and_then(Value::as_str).ok_or_else(|| malformed(key, "a root needs a uri"))?;
+            // ROOT-1: file URIs only; an absolute path; bounded.
+            let scheme_ok = uri.len() > 7 && uri[..7].eq_ignore_ascii_case("file://");
+            if !scheme_ok || uri.len() > 4096 {
+                return Err(malformed(key, format!("root {uri:?} is not a file:// URI")));
+            }
+            let name = match r.get("name") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return Err(malformed(key, "a root name must be a string")),
+            };
+            Ok(Root { uri: uri.to_owned(), name })
+        })
+        .collect()
+}
+
+impl Need<()> {
+    /// A typed form: form-mode elicitation with the schema derived from `T`.
+    pub fn form<T: ElicitForm>(key: &str, message: &str) -> Need<Elicited<T>> {
+        let request = json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": message, "requestedSchema": T::requested_schema()}});
+        Need::build(key, InputKind::Form, request, parse_form::<T>)
+    }
+
+    /// A form whose schema is built at run time; the answer is the accepted
+    /// content as a JSON object. The schema must be a flat form schema.
+    pub fn form_schema(key: &str, message: &str, schema: Value) -> Need<Elicited<Map<String, Value>>> {
+        let request = json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": message, "requestedSchema": schema}});
+        Need::build(key, InputKind::Form, request, parse_form::<Map<String, Value>>)
+    }
+
+    /// An out-of-band interaction at `url` (URL-mode elicitation). Accept
+    /// means the person agreed to open it, not that it is finished (ELIC-10).
+    pub fn url(key: &str, message: &str, url: &str) -> Need<Elicited<()>> {
+        let request = json!({"method": "elicitation/create", "params": {
+            "mode": "url", "message": message, "url": url}});
+        Need::build(key, InputKind::Url, request, parse_url)
+    }
+
+    /// A model sample (`sampling/createMessage`, deprecated feature) with the
+    /// given params (`messages`, `maxTokens`, …).
+    pub fn sampling(key: &str, params: Value) -> Need<Sampled> {
+        let request = json!({"method": "sampling/createMessage", "params": params});
+        Need::build(key, InputKind::Sampling, request, parse_sampling)
+    }
+
+    /// A one-message text sample with a token limit.
+    pub fn sample_text(key: &str, text: &str, max_tokens: u32) -> Need<Sampled> {
+        Need::sampling(key, json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+            "maxTokens": max_tokens}))
+    }
+
+    /// The client's roots (`roots/list`, deprecated feature).
+    pub fn roots(key: &str) -> Need<Vec<Root>> {
+        Need::build(key, InputKind::Roots, json!({"method": "roots/list", "params": {}}), parse_roots)
+    }
+}
+
+impl<T> Need<T> {
+    fn build(
+        key: &str,
+        kind: InputKind,
+        request: Value,
+        parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
+    ) -> Need<T> {
+        Need { key: key.to_owned(), kind, request, mode: Mode::Required, parse, _t: PhantomData }
+    }
+
+    /// Makes this need optional: skipped when the client did not declare its
+    /// kind, and `None` when the client left it unanswered after being asked
+    /// once (MRTR-S9 (c)).
+    pub fn optional(mut self) -> Optional<T> {
+        self.mode = Mode::Optional;
+        Optional(self)
+    }
+
+    /// The key this need is asked under.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn check(&self) -> Result<(), McpError> {
+        if self.kind == InputKind::Form {
+            check_form_schema(&self.request["params"]["requestedSchema"])
+                .map_err(|e| McpError::Internal(format!("input {}: {e}", self.key)))?;
+        }
+        Ok(())
+    }
+
+    /// Evaluates against this round's answers: the answer, or `None` after
+    /// recording it as missing or undeclared.
+    fn eval(&self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
+        self.check()?;
+        let cx = round.cx;
+        let rdig = request_digest(&self.request);
+        if !self.kind.declared(&cx.caps) {
+            if self.mode == Mode::Required {
+                round.undeclared.push(self.kind);
+            }
+            return Ok(None);
+        }
+        if let Some(answer) = cx.find_done(&self.key, &rdig) {
+            return (self.parse)(&self.key, &self.request, &answer).map(Some);
+        }
+        if cx.verified && cx.expected(&self.key, self.kind, &rdig) {
+            if let Some(answer) = cx.responses.get(&self.key) {
+                let parsed = (self.parse)(&self.key, &self.request, answer)?;
+                cx.accept(&self.key, rdig, answer);
+                return Ok(Some(parsed));
+            }
+        }
+        if self.mode == Mode::Optional && cx.asked_before(&self.key) {
+            return Ok(None);
+        }
+        round.missing.push(Asked { key: self.key.clone(), kind: self.kind, request: self.request.clone(), rdig });
+        Ok(None)
+    }
+
+    fn declared(&self, caps: &ClientCapabilities) -> bool {
+        self.kind.declared(caps)
+    }
+}
+
+/// An optional need; its answer is an `Option`.
+#[derive(Debug)]
+pub struct Optional<T>(Need<T>);
+
+/// One of two needs of different kinds: the first whose kind the client
+/// declared is asked; -32021 only when neither is (MRTR-S9 (a), (b)).
+#[derive(Debug)]
+pub struct OneOf<A, B>(pub Need<A>, pub Need<B>);
+
+/// The answer to a [`OneOf`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Either<A, B> {
+    /// The first need was asked and answered.
+    First(A),
+    /// The second need was asked and answered.
+    Second(B),
+}
+
+/// Something [`Ask::all`] can evaluate: a need, an optional need, a choice,
+/// or a tuple of those.
+pub trait NeedSet {
+    /// The answers.
+    type Output;
+    #[doc(hidden)]
+    fn evaluate(self, round: &mut Round<'_>) -> Result<Option<Self::Output>, McpError>;
+}
+
+impl<T> NeedSet for Need<T> {
+    type Output = T;
+    fn evaluate(self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
+        self.eval(round)
+    }
+}
+
+impl<T> NeedSet for Optional<T> {
+    type Output = Option<T>;
+    fn evaluate(self, round: &mut Round<'_>) -> Result<Option<Option<T>>, McpError> {
+        Ok(Some(self.0.eval(round)?))
+    }
+}
+
+impl<A, B> NeedSet for OneOf<A, B> {
+    type Output = Either<A, B>;
+    fn evaluate(self, round: &mut Round<'_>) -> Result<Option<Either<A, B>>, McpError> {
+        if self.0.declared(&round.cx.caps) || !self.1.declared(&round.cx.caps) {
+            Ok(self.0.eval(round)?.map(Either::First))
+        } else {
+            Ok(self.1.eval(round)?.map(Either::Second))
+        }
+    }
+}
+
+macro_rules! tuple_need_set {
+    ($($name:ident),+) => {
+        impl<$($name: NeedSet),+> NeedSet for ($($name,)+) {
+            type Output = ($($name::Output,)+);
+            #[allow(non_snake_case, reason = "the type parameters name the tuple slots")]
+            fn evaluate(self, round: &mut Round<'_>) -> Result<Option<Self::Output>, McpError> {
+                let ($($name,)+) = self;
+                $(let $name = $name.evaluate(round)?;)+
+                Ok((|| Some(($($name?,)+)))())
+            }
+        }
+    };
+}
+
+tuple_need_set!(A);
+tuple_need_set!(A, B);
+tuple_need_set!(A, B, C);
+tuple_need_set!(A, B, C, D);
+tuple_need_set!(A, B, C, D, E);

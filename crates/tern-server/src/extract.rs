@@ -1,0 +1,237 @@
+//! Extractors: what a handler can ask for in its arguments (STYLE.md,
+//! axum). Each reads from the request's [`CallContext`]; a failure is a
+//! rejection that becomes the request's outcome.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tern_proto::accept::RequestMeta;
+use tern_proto::{McpError, Principal};
+use tern_types::{ClientCapabilities, RequestId};
+
+use crate::ask::Ask;
+use crate::notify::{Log, Progress, Sink};
+use crate::outcome::Outcome;
+use crate::server::Server;
+
+/// Everything known about one request while its handler runs.
+#[derive(Debug)]
+pub struct CallContext {
+    pub(crate) server: Server,
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) params: Map<String, Value>,
+    pub(crate) meta: RequestMeta,
+    pub(crate) principal: Principal,
+    pub(crate) ask: Ask,
+    pub(crate) continuation: Option<Vec<u8>>,
+    pub(crate) sink: Sink,
+    pub(crate) uri_params: HashMap<String, String>,
+    pub(crate) round: u8,
+    pub(crate) flow_id: [u8; 16],
+}
+
+impl CallContext {
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The method, e.g. `tools/call`.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The raw params.
+    pub fn params(&self) -> &Map<String, Value> {
+        &self.params
+    }
+}
+
+/// Something a handler can take as an argument.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a Tern handler argument",
+    note = "extractors include Args<T>, RawArgs, Ask, Resumed<T>, Meta, Capabilities, Caller, Progress, Log, Uri, UriParams, State<S> and Flow"
+)]
+pub trait FromCall: Sized {
+    /// Extracts the value, or rejects the request with an outcome.
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome>;
+
+    /// The tool input schema this extractor implies, if any.
+    fn input_schema() -> Option<Value> {
+        None
+    }
+}
+
+/// Typed tool or prompt arguments, with the tool's `inputSchema` derived
+/// from `T` (schemars).
+///
+/// On `tools/call` arguments that do not fit `T` are a tool execution error
+/// (`isError: true`, TOOL-S11), not a protocol error; on `prompts/get` they
+/// are -32602 (PROMPT-S2). Missing `arguments` read as `{}`.
+#[derive(Clone, Debug)]
+pub struct Args<T>(pub T);
+
+impl<T: DeserializeOwned + JsonSchema> FromCall for Args<T> {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        let args = cx.params.get("arguments").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        serde_json::from_value(args).map(Args).map_err(|e| {
+            if cx.method == "tools/call" {
+                Outcome::ToolError(format!("Invalid arguments: {e}"))
+            } else {
+                Outcome::Error(McpError::invalid_params(format!("Invalid arguments: {e}")))
+            }
+        })
+    }
+
+    fn input_schema() -> Option<Value> {
+        let mut schema = serde_json::to_value(schemars::schema_for!(T)).ok()?;
+        if let Value::Object(m) = &mut schema {
+            // TOOL-4: the root is an object schema. Titles add nothing on the
+            // wire; the tool has its own name.
+            m.remove("title");
+            m.entry("type").or_insert_with(|| Value::from("object"));
+        }
+        Some(schema)
+    }
+}
+
+/// The tool or prompt arguments as raw JSON (`{}` when absent), for tools
+/// registered with a hand-written schema.
+#[derive(Clone, Debug)]
+pub struct RawArgs(pub Map<String, Value>);
+
+impl FromCall for RawArgs {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        match cx.params.get("arguments") {
+            None | Some(Value::Null) => Ok(RawArgs(Map::new())),
+            Some(Value::Object(m)) => Ok(RawArgs(m.clone())),
+            Some(_) => Err(Outcome::Error(McpError::invalid_params("arguments must be an object"))),
+        }
+    }
+}
+
+impl FromCall for Ask {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(cx.ask.clone())
+    }
+}
+
+/// The continuation the handler sealed in the previous round with
+/// [`crate::Pending::with_continuation`]; `None` in the first round. It
+/// comes only from a verified state (STYLE.md: a proof type).
+#[derive(Clone, Debug)]
+pub struct Resumed<T>(pub Option<T>);
+
+impl<T: DeserializeOwned> FromCall for Resumed<T> {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        match &cx.continuation {
+            None => Ok(Resumed(None)),
+            Some(bytes) => serde_json::from_slice(bytes).map(|v| Resumed(Some(v))).map_err(|e| {
+                Outcome::Error(McpError::Internal(format!("continuation does not decode: {e}")))
+            }),
+        }
+    }
+}
+
+/// The request's parsed `_meta`.
+#[derive(Clone, Debug)]
+pub struct Meta(pub RequestMeta);
+
+impl FromCall for Meta {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Meta(cx.meta.clone()))
+    }
+}
+
+/// The client's capabilities for this request (META-S9).
+#[derive(Clone, Debug)]
+pub struct Capabilities(pub ClientCapabilities);
+
+impl FromCall for Capabilities {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Capabilities(cx.meta.client_capabilities.clone()))
+    }
+}
+
+/// Who sent the request (SECURITY.md §3.6).
+#[derive(Clone, Debug)]
+pub struct Caller(pub Principal);
+
+impl FromCall for Caller {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Caller(cx.principal.clone()))
+    }
+}
+
+impl FromCall for Progress {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Progress { sink: cx.sink.clone(), token: cx.meta.progress_token.clone() })
+    }
+}
+
+impl FromCall for Log {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Log { sink: cx.sink.clone(), level: cx.meta.log_level })
+    }
+}
+
+impl FromCall for Server {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(cx.server.clone())
+    }
+}
+
+/// The `uri` of a `resources/read` request.
+#[derive(Clone, Debug)]
+pub struct Uri(pub String);
+
+impl FromCall for Uri {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Uri(cx.params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned()))
+    }
+}
+
+/// The variables a resource template matched, e.g. `{id}`.
+#[derive(Clone, Debug)]
+pub struct UriParams(pub HashMap<String, String>);
+
+impl FromCall for UriParams {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(UriParams(cx.uri_params.clone()))
+    }
+}
+
+/// Application state given to [`crate::ServerBuilder::state`].
+#[derive(Clone, Debug)]
+pub struct State<S>(pub Arc<S>);
+
+impl<S: Any + Send + Sync> FromCall for State<S> {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        cx.server
+            .app_state()
+            .and_then(|s| s.downcast::<S>().ok())
+            .map(State)
+            .ok_or_else(|| Outcome::Error(McpError::Internal("no application state of that type".into())))
+    }
+}
+
+/// Where this request stands in its flow: the round (0 for a first call)
+/// and the flow id that stays the same across rounds (ELIC-S15).
+#[derive(Clone, Copy, Debug)]
+pub struct Flow {
+    /// 0 on a first call; n after n input rounds.
+    pub round: u8,
+    /// Constant across the rounds of one logical request.
+    pub id: [u8; 16],
+}
+
+impl FromCall for Flow {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Flow { round: cx.round, id: cx.flow_id })
+    }
+}

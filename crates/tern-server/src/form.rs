@@ -1,0 +1,115 @@
+//! Form-mode elicitation: typed forms and server-side validation of the
+//! answers against the schema that was asked (ELIC-S7, SECURITY.md §3.8).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tern_proto::McpError;
+
+/// A Rust type that form-mode elicitation can ask for.
+///
+/// Derive it with `#[derive(ElicitForm)]`; the derive refuses at compile
+/// time any shape form mode cannot express (nested objects, arrays other
+/// than multi-select enums). Implement it by hand only for schemas built at
+/// run time.
+pub trait ElicitForm: DeserializeOwned + Send + 'static {
+    /// The restricted schema: `{"type":"object","properties":{…},
+    /// "required":[…]}` with primitive properties only (DIGEST §5.1).
+    fn requested_schema() -> Value;
+}
+
+/// Keywords a restricted property schema may use (DIGEST §5.1). Anything
+/// else is refused when the schema is built, so validation never depends on
+/// keywords a client may ignore (SECURITY.md §3.8).
+const PROPERTY_KEYWORDS: &[&str] = &[
+    "type", "title", "description", "minLength", "maxLength", "format", "default", "minimum",
+    "maximum", "enum", "enumNames", "oneOf", "items", "minItems", "maxItems",
+];
+
+/// Checks that a schema is a flat form schema as form mode allows.
+pub fn check_form_schema(schema: &Value) -> Result<(), String> {
+    let obj = schema.as_object().ok_or("a form schema must be an object")?;
+    if obj.get("type") != Some(&json!("object")) {
+        return Err("a form schema must have type \"object\"".into());
+    }
+    let props = obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or("a form schema needs a properties object")?;
+    for (name, p) in props {
+        let p = p.as_object().ok_or_else(|| format!("property {name} must be an object"))?;
+        for k in p.keys() {
+            if !PROPERTY_KEYWORDS.contains(&k.as_str()) {
+                return Err(format!("property {name}: keyword {k} is not allowed in form mode"));
+            }
+        }
+        match p.get("type").and_then(Value::as_str) {
+            Some("string" | "number" | "integer" | "boolean") => {}
+            Some("array") if p.contains_key("items") => {}
+            _ => return Err(format!("property {name}: form mode allows only primitive types and multi-select enums")),
+        }
+    }
+    Ok(())
+}
+
+fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
+    let key = schema.to_string();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(v) = cache.lock().map_err(|_| McpError::Internal("validator cache poisoned".into()))?.get(&key) {
+        return Ok(v.clone());
+    }
+    let v = jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| McpError::Internal(format!("form schema does not compile: {e}")))?;
+    let v = Arc::new(v);
+    if let Ok(mut c) = cache.lock() {
+        // Forms come from code, so the set of schemas is small; a bound
+        // keeps run-time schemas from growing it without end.
+        if c.len() < 1024 {
+            c.insert(key, v.clone());
+        }
+    }
+    Ok(v)
+}
+
+/// Validates accepted form content against the schema that was asked and
+/// returns it with unknown properties removed (SECURITY.md §3.8). A
+/// violation is -32602 naming the key, the JSON pointer and the rule
+/// (MRTR-E-A2).
+pub(crate) fn validate_content(
+    key: &str,
+    schema: &Value,
+    content: &Value,
+) -> Result<Map<String, Value>, McpError> {
+    let invalid = |pointer: String, rule: String, message: String| McpError::InvalidParams {
+        message,
+        data: Some(json!({"key": key, "pointer": pointer, "rule": rule})),
+    };
+    let Value::Object(content) = content else {
+        return Err(invalid(String::new(), "type".into(), format!("inputResponses.{key}: accepted content must be an object")));
+    };
+    let named = schema.get("properties").and_then(Value::as_object);
+    let kept: Map<String, Value> = content
+        .iter()
+        .filter(|(k, _)| named.is_some_and(|n| n.contains_key(*k)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let instance = Value::Object(kept);
+    let v = validator(schema)?;
+    if let Some(err) = v.iter_errors(&instance).next() {
+        let rule = err.schema_path().as_str().rsplit('/').next().unwrap_or("").to_owned();
+        return Err(invalid(
+            err.instance_path().as_str().to_owned(),
+            rule,
+            format!("inputResponses.{key}: {err}"),
+        ));
+    }
+    match instance {
+        Value::Object(kept) => Ok(kept),
+        _ => Err(McpError::Internal("form content lost its shape".into())),
+    }
+}
