@@ -144,3 +144,17 @@ fn the_value_and_text_forms_agree() {
         .unwrap()
     );
 }
+
+#[test]
+fn text_and_value_digests_agree() {
+    let text = br#"{"b":[1.0,"x"],"a":null}"#;
+    let value: serde_json::Value = serde_json::from_slice(text).unwrap();
+    assert_eq!(
+        canonical::digest_slice(text).unwrap(),
+        canonical::digest(&value).unwrap()
+    );
+    assert!(matches!(
+        canonical::digest_slice(br#"{"a":1,"a":1}"#),
+        Err(CanonError::DuplicateKey(_))
+    ));
+}
