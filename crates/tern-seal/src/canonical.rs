@@ -54,8 +54,17 @@ pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonError> {
 
 /// SHA-256 of the canonical bytes of `value`, the params digest bound into a
 /// sealed state (SECURITY.md §3.4, `pdig`).
+///
+/// A [`Value`] has already lost any duplicate keys of the text it came from;
+/// digest request text with [`digest_slice`] so that duplicates are refused.
 pub fn digest(value: &Value) -> Result<[u8; 32], CanonError> {
     Ok(Sha256::digest(to_vec(value)?).into())
+}
+
+/// SHA-256 of the canonical bytes of JSON text, refusing duplicate keys and
+/// nesting deeper than [`MAX_DEPTH`] (SECURITY.md §3.4).
+pub fn digest_slice(text: &[u8]) -> Result<[u8; 32], CanonError> {
+    Ok(Sha256::digest(canonical_from_slice(text)?).into())
 }
 
 /// Parses JSON text, refusing duplicate keys and nesting deeper than
