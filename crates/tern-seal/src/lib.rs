@@ -40,11 +40,13 @@ pub mod canonical;
 mod envelope;
 mod keyfile;
 mod keys;
+mod random;
 mod replay;
 
 // The public surface, one name per type.
 pub use envelope::{Binding, Claims, MAX_TOKEN_CHARS, OpenError, OpenPolicy, Opened, SealError};
 pub use keyfile::{DEFAULT_GRACE_SECS, KeyFile, KeyFileEntry, KeyFileError};
+pub use random::random_bytes;
 pub use keys::{KeyRing, KeyRingError, KeyRole, KeySpec, MasterSecret, SecretError};
 pub use replay::{
     BoxFuture, ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, Durability, MemoryReplayStore,

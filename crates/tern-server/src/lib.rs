@@ -1,6 +1,55 @@
 //! The Tern MCP server framework.
 //!
-//! Handlers are plain async functions whose arguments are extractors. The
-//! `Ask` API lets a handler ask the client for input (form or URL elicitation,
-//! sampling, roots) in multi round-trip requests; this crate is the one place
-//! that seals and opens `requestState` and consults the replay store.
+//! Handlers are plain async functions whose arguments are extractors; they
+//! return anything that converts into an [`Outcome`]. The [`Ask`] API lets a
+//! handler ask the client for input (form or URL elicitation, sampling,
+//! roots) through multi round-trip requests; this crate is the one place
+//! that seals and opens `requestState` (SECURITY.md §3).
+//!
+//! ```
+//! use tern_server::{Args, Server, ToolResult};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Echo { text: String }
+//!
+//! async fn echo(Args(e): Args<Echo>) -> ToolResult {
+//!     ToolResult::text(e.text)
+//! }
+//!
+//! let server = Server::builder("example", "1.0.0")
+//!     .tool("echo", "Returns the text it is given", echo)
+//!     .build()
+//!     .expect("valid configuration");
+//! # let _ = server;
+//! ```
+
+mod ask;
+pub mod clock;
+mod content;
+mod extract;
+mod form;
+mod form_field;
+mod handler;
+mod notify;
+mod outcome;
+mod registry;
+mod server;
+mod state;
+
+pub use ask::{Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled};
+pub use content::{Content, PromptResult, ResourceResult, ToolResult};
+pub use extract::{
+    Args, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed, State, Uri,
+    UriParams,
+};
+pub use form::{ElicitForm, check_form_schema};
+pub use handler::{BoxFuture, Handler};
+pub use notify::{Log, Progress, Sink};
+pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
+pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
+pub use server::{Authorize, BuildError, Config, Metrics, Reply, Server, ServerBuilder};
+#[doc(hidden)]
+pub mod __private {
+    //! Paths the derive macros expand to.
+    pub use serde_json;
+}

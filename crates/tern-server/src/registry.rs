@@ -1,0 +1,335 @@
+//! What a server offers: tools, prompts, resources and templates, each with
+//! its definition and handler (DIGEST §6).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::handler::{ErasedHandler, Handler, erase};
+
+/// Per-route limits for multi round-trip flows (ARCHITECTURE.md: the lower
+/// of the route's and the server's ceiling applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouteLimits {
+    /// The most input rounds this route may ask for.
+    pub max_rounds: Option<u8>,
+    /// The lifetime of a state this route issues.
+    pub state_ttl: Option<Duration>,
+}
+
+/// A tool: its `tools/list` entry and how it runs.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) name: String,
+    pub(crate) entry: Map<String, Value>,
+    pub(crate) handler: Arc<dyn ErasedHandler>,
+    pub(crate) limits: RouteLimits,
+    /// `(header name, property path)` for every `x-mcp-header` annotation
+    /// (HTTP-XMH-S5).
+    pub(crate) header_params: Vec<(String, Vec<String>)>,
+}
+
+impl std::fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDef").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl ToolDef {
+    /// A tool named `name` (TOOL-6: 1–128 of `A-Za-z0-9_-.`) described by
+    /// `description` (always given: the conformance suite requires one).
+    /// Its input schema comes from the handler's `Args<T>`, or is
+    /// `{"type":"object"}`.
+    pub fn new<H: Handler<A>, A: 'static>(name: &str, description: &str, handler: H) -> Self {
+        let schema = handler
+            .input_schema()
+            .unwrap_or_else(|| json!({"type": "object", "additionalProperties": false}));
+        let mut entry = Map::new();
+        entry.insert("name".into(), Value::from(name));
+        entry.insert("description".into(), Value::from(description));
+        entry.insert("inputSchema".into(), schema.clone());
+        ToolDef {
+            name: name.to_owned(),
+            entry,
+            handler: erase(handler),
+            limits: RouteLimits::default(),
+            header_params: header_params(&schema),
+        }
+    }
+
+    /// Replaces the input schema with a hand-written one, kept exactly as
+    /// given (TOOL-4).
+    #[must_use]
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.header_params = header_params(&schema);
+        self.entry.insert("inputSchema".into(), schema);
+        self
+    }
+
+    /// Sets the output schema.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.entry.insert("outputSchema".into(), schema);
+        self
+    }
+
+    /// Sets the display title.
+    #[must_use]
+    pub fn title(mut self, title: &str) -> Self {
+        self.entry.insert("title".into(), Value::from(title));
+        self
+    }
+
+    /// Sets the annotations (`readOnlyHint`, `destructiveHint`, …).
+    #[must_use]
+    pub fn annotations(mut self, annotations: Value) -> Self {
+        self.entry.insert("annotations".into(), annotations);
+        self
+    }
+
+    /// Sets this route's limits.
+    #[must_use]
+    pub fn limits(mut self, limits: RouteLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Finds `x-mcp-header` annotations reachable through `properties` only
+/// (HTTP-XMH-2).
+fn header_params(schema: &Value) -> Vec<(String, Vec<String>)> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+        for (name, p) in props {
+            path.push(name.clone());
+            if let Some(h) = p.get("x-mcp-header").and_then(Value::as_str) {
+                out.push((h.to_owned(), path.clone()));
+            }
+            walk(p, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A prompt: its `prompts/list` entry and how it runs.
+#[derive(Clone)]
+pub struct PromptDef {
+    pub(crate) name: String,
+    pub(crate) entry: Map<String, Value>,
+    pub(crate) required_args: Vec<String>,
+    pub(crate) handler: Arc<dyn ErasedHandler>,
+    pub(crate) limits: RouteLimits,
+}
+
+impl std::fmt::Debug for PromptDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptDef").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl PromptDef {
+    /// A prompt with a description (always given, see [`ToolDef::new`]).
+    pub fn new<H: Handler<A>, A: 'static>(name: &str, description: &str, handler: H) -> Self {
+        let mut entry = Map::new();
+        entry.insert("name".into(), Value::from(name));
+        entry.insert("description".into(), Value::from(description));
+        PromptDef {
+            name: name.to_owned(),
+            entry,
+            required_args: Vec::new(),
+            handler: erase(handler),
+            limits: RouteLimits::default(),
+        }
+    }
+
+    /// Declares an argument. Missing required arguments are -32602
+    /// (PROMPT-S2).
+    #[must_use]
+    pub fn argument(mut self, name: &str, description: &str, required: bool) -> Self {
+        let args = self.entry.entry("arguments").or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(a) = args {
+            a.push(json!({"name": name, "description": description, "required": required}));
+        }
+        if required {
+            self.required_args.push(name.to_owned());
+        }
+        self
+    }
+
+    /// Sets this route's limits.
+    #[must_use]
+    pub fn limits(mut self, limits: RouteLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// A concrete resource: its `resources/list` entry and how it is read.
+#[derive(Clone)]
+pub struct ResourceDef {
+    pub(crate) uri: String,
+    pub(crate) entry: Map<String, Value>,
+    pub(crate) handler: Arc<dyn ErasedHandler>,
+    pub(crate) limits: RouteLimits,
+}
+
+impl std::fmt::Debug for ResourceDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceDef").field("uri", &self.uri).finish_non_exhaustive()
+    }
+}
+
+impl ResourceDef {
+    /// A resource at `uri` with a display `name`.
+    pub fn new<H: Handler<A>, A: 'static>(uri: &str, name: &str, handler: H) -> Self {
+        let mut entry = Map::new();
+        entry.insert("uri".into(), Value::from(uri));
+        entry.insert("name".into(), Value::from(name));
+        ResourceDef { uri: uri.to_owned(), entry, handler: erase(handler), limits: RouteLimits::default() }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, d: &str) -> Self {
+        self.entry.insert("description".into(), Value::from(d));
+        self
+    }
+
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn mime_type(mut self, m: &str) -> Self {
+        self.entry.insert("mimeType".into(), Value::from(m));
+        self
+    }
+
+    /// Sets this route's limits.
+    #[must_use]
+    pub fn limits(mut self, limits: RouteLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// A resource template (RFC 6570 level 1: `{name}` segments) and how its
+/// resources are read.
+#[derive(Clone)]
+pub struct TemplateDef {
+    pub(crate) template: String,
+    pub(crate) entry: Map<String, Value>,
+    pub(crate) handler: Arc<dyn ErasedHandler>,
+}
+
+impl std::fmt::Debug for TemplateDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemplateDef").field("template", &self.template).finish_non_exhaustive()
+    }
+}
+
+impl TemplateDef {
+    /// A template such as `test://template/{id}/data`.
+    pub fn new<H: Handler<A>, A: 'static>(uri_template: &str, name: &str, handler: H) -> Self {
+        let mut entry = Map::new();
+        entry.insert("uriTemplate".into(), Value::from(uri_template));
+        entry.insert("name".into(), Value::from(name));
+        TemplateDef { template: uri_template.to_owned(), entry, handler: erase(handler) }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, d: &str) -> Self {
+        self.entry.insert("description".into(), Value::from(d));
+        self
+    }
+
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn mime_type(mut self, m: &str) -> Self {
+        self.entry.insert("mimeType".into(), Value::from(m));
+        self
+    }
+
+    /// Matches `uri`, returning the variables. A variable matches one or
+    /// more characters up to the next literal; it never spans a `/`.
+    pub(crate) fn matches(&self, uri: &str) -> Option<HashMap<String, String>> {
+        let mut vars = HashMap::new();
+        let mut rest = uri;
+        let mut tpl = self.template.as_str();
+        while !tpl.is_empty() {
+            if let Some(after) = tpl.strip_prefix('{') {
+                let end = after.find('}')?;
+                let name = &after[..end];
+                tpl = &after[end + 1..];
+                let next_lit: String = tpl.chars().take_while(|c| *c != '{').collect();
+                let stop = if next_lit.is_empty() { rest.len() } else { rest.find(next_lit.as_str())? };
+                let value = &rest[..stop];
+                if value.is_empty() || value.contains('/') {
+                    return None;
+                }
+                vars.insert(name.to_owned(), value.to_owned());
+                rest = &rest[stop..];
+            } else {
+                let lit_len = tpl.find('{').unwrap_or(tpl.len());
+                let lit = &tpl[..lit_len];
+                rest = rest.strip_prefix(lit)?;
+                tpl = &tpl[lit_len..];
+            }
+        }
+        rest.is_empty().then_some(vars)
+    }
+}
+
+/// The current set of routes. Replaced whole on change, so readers hold a
+/// consistent snapshot (TOOL-S3: stable order).
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    pub(crate) tools: Vec<ToolDef>,
+    pub(crate) prompts: Vec<PromptDef>,
+    pub(crate) resources: Vec<ResourceDef>,
+    pub(crate) templates: Vec<TemplateDef>,
+    pub(crate) completion: Option<Arc<dyn ErasedHandler>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn h() -> String {
+        String::new()
+    }
+
+    #[test]
+    fn templates_match_level_one_variables() {
+        let t = TemplateDef::new("test://template/{id}/data", "t", h);
+        assert_eq!(t.matches("test://template/123/data").unwrap()["id"], "123");
+        assert!(t.matches("test://template//data").is_none());
+        assert!(t.matches("test://template/1/2/data").is_none());
+        assert!(t.matches("test://template/123/other").is_none());
+        let t = TemplateDef::new("file:///{path}", "f", h);
+        assert_eq!(t.matches("file:///x.txt").unwrap()["path"], "x.txt");
+    }
+
+    #[test]
+    fn header_annotations_are_found_through_properties_only() {
+        let s = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "nested": {"type": "object", "properties": {"id": {"type": "integer", "x-mcp-header": "Id"}}},
+            "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "Nope"}}
+        }});
+        let mut found = header_params(&s);
+        found.sort();
+        assert_eq!(found, vec![
+            ("Id".to_owned(), vec!["nested".to_owned(), "id".to_owned()]),
+            ("Region".to_owned(), vec!["region".to_owned()]),
+        ]);
+    }
+}

@@ -1,0 +1,117 @@
+//! The MCP payload of a sealed `requestState` and its bindings
+//! (SECURITY.md §3.4, §3.6). This module and [`crate::server`] are the only
+//! places where sealed state meets the protocol.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tern_proto::{McpError, Principal};
+use tern_seal::Binding;
+
+use crate::ask::{Done, Expect};
+
+/// The payload sealed into every `requestState` (SECURITY.md §3.4). The
+/// principal fingerprint, method and parameter digest travel in the
+/// envelope's binding; issue and expiry times in its claims.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StateBody {
+    /// Payload schema version.
+    pub(crate) v: u8,
+    /// Unique per issued state; for logs.
+    pub(crate) sid: [u8; 16],
+    /// Constant across the rounds of one flow (ELIC-S15); the basis of
+    /// single-use keys.
+    pub(crate) fid: [u8; 16],
+    /// The absolute flow deadline fixed in round 1.
+    pub(crate) flow_exp: u64,
+    /// The method code (1 tools/call, 2 prompts/get, 3 resources/read).
+    pub(crate) m: u8,
+    /// The input round this state answers.
+    pub(crate) round: u8,
+    /// The flow ends in a single-use effect.
+    pub(crate) once: bool,
+    /// The input requests of this round, pinned by digest.
+    pub(crate) expect: Vec<Expect>,
+    /// Answers accepted in earlier rounds.
+    pub(crate) done: Vec<Done>,
+    /// The handler's continuation (JSON), at most [`MAX_CONTINUATION`].
+    pub(crate) app: Vec<u8>,
+}
+
+/// The cap on answers carried plus the handler continuation (SECURITY.md
+/// §3.1: 4 KiB).
+pub(crate) const MAX_CONTINUATION: usize = 4096;
+
+pub(crate) const PAYLOAD_VERSION: u8 = 1;
+
+pub(crate) fn method_code(method: &str) -> u8 {
+    match method {
+        "tools/call" => 1,
+        "prompts/get" => 2,
+        "resources/read" => 3,
+        _ => 0,
+    }
+}
+
+/// SHA-256 over the canonical salient params: `{m, name, arguments}` for
+/// tools and prompts (absent arguments count as `{}`), `{m, uri}` for
+/// resources. `_meta`, `inputResponses` and `requestState` are excluded
+/// (SECURITY.md §3.4).
+pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> Result<[u8; 32], McpError> {
+    let salient = match method {
+        "resources/read" => json!({"m": method, "uri": params.get("uri").cloned().unwrap_or(Value::Null)}),
+        _ => json!({
+            "m": method,
+            "name": params.get("name").cloned().unwrap_or(Value::Null),
+            "arguments": params.get("arguments").cloned().unwrap_or_else(|| json!({})),
+        }),
+    };
+    // Depth past 32 cannot be digested; the request is refused, not hashed
+    // partially.
+    tern_seal::canonical::digest(&salient)
+        .map_err(|e| McpError::invalid_params(format!("arguments cannot be bound: {e}")))
+}
+
+/// The principal fingerprint (SECURITY.md §3.6): SHA-256 over a domain tag
+/// and the length-prefixed identity fields.
+pub(crate) fn principal_fingerprint(p: &Principal) -> [u8; 32] {
+    let fields = p.identity_fields();
+    let mut parts: Vec<&[u8]> = vec![b"mcp-mrtr-principal-v1"];
+    parts.extend(fields.iter().map(|f| f.as_ref()));
+    Binding::digest(&parts).0
+}
+
+/// The envelope binding: principal, method and parameters together.
+pub(crate) fn binding(pfp: &[u8; 32], method: u8, pdig: &[u8; 32]) -> Binding {
+    Binding::digest(&[b"tern-state-binding-v1", pfp, &[method], pdig])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_ignores_meta_and_mrtr_fields() {
+        let a: Map<String, Value> = serde_json::from_value(json!({
+            "name": "t", "arguments": {"b": 1, "a": 2.0}, "_meta": {"x": 1}})).unwrap();
+        let b: Map<String, Value> = serde_json::from_value(json!({
+            "name": "t", "arguments": {"a": 2, "b": 1}, "requestState": "s", "inputResponses": {}})).unwrap();
+        assert_eq!(params_digest("tools/call", &a).unwrap(), params_digest("tools/call", &b).unwrap());
+        let c: Map<String, Value> = serde_json::from_value(json!({"name": "t", "arguments": {"a": 3, "b": 1}})).unwrap();
+        assert_ne!(params_digest("tools/call", &a).unwrap(), params_digest("tools/call", &c).unwrap());
+        // Missing arguments count as {}.
+        let d: Map<String, Value> = serde_json::from_value(json!({"name": "t"})).unwrap();
+        let e: Map<String, Value> = serde_json::from_value(json!({"name": "t", "arguments": {}})).unwrap();
+        assert_eq!(params_digest("tools/call", &d).unwrap(), params_digest("tools/call", &e).unwrap());
+        // Same params, other method: different digest.
+        assert_ne!(params_digest("prompts/get", &d).unwrap(), params_digest("tools/call", &d).unwrap());
+    }
+
+    #[test]
+    fn principals_fingerprint_apart() {
+        let a = Principal::Static { secret_id: "a".into() };
+        let b = Principal::Static { secret_id: "b".into() };
+        assert_ne!(principal_fingerprint(&a), principal_fingerprint(&b));
+        assert_ne!(principal_fingerprint(&Principal::Anonymous), principal_fingerprint(&a));
+        assert_eq!(principal_fingerprint(&a), principal_fingerprint(&a.clone()));
+    }
+}
