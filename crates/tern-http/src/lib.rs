@@ -1,6 +1,14 @@
 //! Streamable HTTP for Tern (DIGEST §7.3).
 //!
-//! With the `server` feature it serves a `tern-server` router on hyper/axum:
-//! POST only, JSON or SSE responses, header validation against the body,
-//! `Origin` checks and a principal hook. With `client` it is a client
-//! transport that sends the mirrored headers and decides on the JSON-RPC body.
+//! With the `server` feature it serves a `tern-server` [`Server`](tern_server::Server)
+//! on hyper/axum: POST only, JSON or SSE responses (SSE exactly when the
+//! handler sends notifications before its result and the client accepts
+//! it), header validation against the body, `Origin` checks and an
+//! authentication hook. With `client` it is a client transport that sends
+//! the mirrored headers and decides on the JSON-RPC body.
+
+#[cfg(feature = "server")]
+mod server;
+
+#[cfg(feature = "server")]
+pub use server::{Anonymous, Authenticate, HttpOptions, router, serve, spawn};
