@@ -113,12 +113,17 @@ impl ErrorObject {
         supported: Vec<String>,
         requested: impl Into<String>,
     ) -> Self {
-        let requested: String = requested.into();
+        let data = UnsupportedProtocolVersionData {
+            supported,
+            requested: requested.into(),
+        };
+        // Cannot fail: the data is strings only.
+        let data = serde_json::to_value(data).expect("version data serialises to JSON");
         ErrorObject::new(
             ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
         )
-        .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+        .with_data(data)
     }
 
     /// A `-32021` error naming the capabilities the request lacks.
