@@ -5,6 +5,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::capabilities::ClientCapabilities;
+
 /// A JSON-RPC error code. The constants are the only codes Tern emits from the
 /// reserved ranges (ERR-2); application codes must lie outside
 /// `-32768..=-32000` (ERR-5).
@@ -85,3 +87,74 @@ impl fmt::Display for ErrorObject {
 }
 
 impl std::error::Error for ErrorObject {}
+
+/// The `data` of a `-32022` error (VER-S2): the versions the server serves
+/// and the one it was asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnsupportedProtocolVersionData {
+    /// Every version the server serves.
+    pub supported: Vec<String>,
+    /// The version string the request named, as received.
+    pub requested: String,
+}
+
+/// The `data` of a `-32021` error (META-S10): the missing capabilities, in
+/// `ClientCapabilities` shape (an object of objects, never a list of names).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingRequiredClientCapabilityData {
+    /// What the client would have to declare.
+    pub required_capabilities: ClientCapabilities,
+}
+
+impl ErrorObject {
+    /// A `-32022` error naming the supported versions and the requested one.
+    pub fn unsupported_protocol_version(
+        supported: Vec<String>,
+        requested: impl Into<String>,
+    ) -> Self {
+        let data = UnsupportedProtocolVersionData {
+            supported,
+            requested: requested.into(),
+        };
+        // Cannot fail: the data is strings only.
+        let data = serde_json::to_value(data).expect("version data serialises to JSON");
+        ErrorObject::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(data)
+    }
+
+    /// A `-32021` error naming the capabilities the request lacks.
+    pub fn missing_required_client_capability(
+        message: impl Into<String>,
+        required: ClientCapabilities,
+    ) -> Self {
+        // Cannot fail: ClientCapabilities has string keys only.
+        let required = serde_json::to_value(required).expect("capabilities serialise to JSON");
+        ErrorObject::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
+            .with_data(serde_json::json!({ "requiredCapabilities": required }))
+    }
+
+    /// A `-32020` error (HTTP header mismatch, HTTP status 400).
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        ErrorObject::new(ErrorCode::HEADER_MISMATCH, message)
+    }
+
+    /// `data` parsed as the `-32022` shape, when it has it.
+    pub fn unsupported_protocol_version_data(&self) -> Option<UnsupportedProtocolVersionData> {
+        self.data
+            .as_ref()
+            .and_then(|d| UnsupportedProtocolVersionData::deserialize(d).ok())
+    }
+
+    /// `data` parsed as the `-32021` shape, when it has it.
+    pub fn missing_required_client_capability_data(
+        &self,
+    ) -> Option<MissingRequiredClientCapabilityData> {
+        self.data
+            .as_ref()
+            .and_then(|d| MissingRequiredClientCapabilityData::deserialize(d).ok())
+    }
+}

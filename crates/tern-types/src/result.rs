@@ -1,9 +1,13 @@
-//! `resultType` and the cache hints shared by several results (DIGEST §1.2,
-//! §6.5).
+//! `resultType`, [`Outcome`] and the cache hints shared by several results
+//! (DIGEST §1.2, §6.5).
 
 use std::fmt;
 
+use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::mrtr::InputRequiredResult;
 
 /// What kind of result a response carries (DIGEST §1.2).
 ///
@@ -69,4 +73,89 @@ pub enum CacheScope {
     /// (DIGEST §11 A19).
     #[default]
     Private,
+}
+
+/// The result of a method that may answer with an interim result
+/// (`tools/call`, `prompts/get`, `resources/read`, MRTR-S1): either the
+/// method's complete result or an [`InputRequiredResult`].
+///
+/// Deserialising reads `resultType` first, then parses the rest into the type
+/// that value selects (BASE-A3): absent or `"complete"` gives `Complete`
+/// (BASE-C13), `"input_required"` gives `InputRequired`, and anything else is
+/// an error naming the value (BASE-C12). Serialising writes the inner result
+/// as is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome<T> {
+    /// A final result.
+    Complete(T),
+    /// An interim result asking for input or carrying state (MRTR-S3).
+    InputRequired(InputRequiredResult),
+}
+
+impl<T> Outcome<T> {
+    /// The `resultType` this outcome has on the wire.
+    pub fn result_type(&self) -> ResultType {
+        match self {
+            Outcome::Complete(_) => ResultType::Complete,
+            Outcome::InputRequired(_) => ResultType::InputRequired,
+        }
+    }
+
+    /// The complete result, if this is one.
+    pub fn complete(self) -> Option<T> {
+        match self {
+            Outcome::Complete(t) => Some(t),
+            Outcome::InputRequired(_) => None,
+        }
+    }
+
+    /// The interim result, if this is one.
+    pub fn input_required(self) -> Option<InputRequiredResult> {
+        match self {
+            Outcome::Complete(_) => None,
+            Outcome::InputRequired(r) => Some(r),
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Outcome<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Outcome::Complete(t) => t.serialize(s),
+            Outcome::InputRequired(r) => r.serialize(s),
+        }
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Outcome<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(d)?;
+        let kind = match map.get("resultType") {
+            None => ResultType::Complete,
+            Some(Value::String(s)) => ResultType::parse(s),
+            Some(other) => {
+                return Err(de::Error::custom(format_args!(
+                    "resultType must be a string, found {other}"
+                )));
+            }
+        };
+        let value = Value::Object(map);
+        match kind {
+            ResultType::Complete => T::deserialize(value)
+                .map(Outcome::Complete)
+                .map_err(de::Error::custom),
+            ResultType::InputRequired => InputRequiredResult::deserialize(value)
+                .map(Outcome::InputRequired)
+                .map_err(de::Error::custom),
+            ResultType::Other(s) => Err(de::Error::custom(format_args!(
+                "unknown resultType {s:?} (BASE-C12)"
+            ))),
+        }
+    }
+}
+
+/// Reads `ttlMs`: an integer; a negative value reads as 0 (CACHE-C5).
+pub(crate) fn de_ttl_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let n = i128::deserialize(d)?;
+    Ok(u64::try_from(n.max(0)).unwrap_or(u64::MAX))
 }

@@ -1,0 +1,10 @@
+//! The API test binary of tern-types: one module per behaviour.
+
+mod api {
+    mod capabilities;
+    mod examples;
+    mod mrtr;
+    mod outcome;
+    mod schema;
+    mod support;
+}
