@@ -1,2 +1,5 @@
-//! Fixtures for the official MCP conformance suite, written against the public
-//! Tern API like any user's server or client.
+//! Fixtures for the official MCP conformance suite, written against the
+//! public Tern API like any user's server or client
+//! (`../shared/conformance/FIXTURES.md`).
+
+pub mod fixtures;

@@ -77,12 +77,20 @@ struct App {
 /// get 405 (COMPAT-S3): this revision has no sessions and no GET stream.
 pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>) -> Router {
     let path = options.path.clone();
-    let app = Arc::new(App { server, options, auth });
+    let app = Arc::new(App {
+        server,
+        options,
+        auth,
+    });
     Router::new().route(&path, post(handle)).with_state(app)
 }
 
 /// Serves `server` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, server: Server, options: HttpOptions) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    server: Server,
+    options: HttpOptions,
+) -> std::io::Result<()> {
     axum::serve(listener, router(server, options, Arc::new(Anonymous))).await
 }
 
@@ -101,7 +109,10 @@ pub async fn spawn(
 fn json_response(status: u16, body: Bytes) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -122,11 +133,15 @@ fn origin_allowed(origin: &str, options: &HttpOptions) -> bool {
     if !options.allow_loopback_origins {
         return false;
     }
-    let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
     let Some(hostport) = rest else { return false };
     let host = if let Some(v6) = hostport.strip_prefix('[') {
         match v6.split_once(']') {
-            Some((h, port)) if port.is_empty() || port.starts_with(':') => return h == "::1" && port_ok(port),
+            Some((h, port)) if port.is_empty() || port.starts_with(':') => {
+                return h == "::1" && port_ok(port);
+            }
             _ => return false,
         }
     } else {
@@ -150,10 +165,14 @@ fn port_ok(port: &str) -> bool {
 fn header_str(headers: &HeaderMap, name: &str) -> Result<Option<String>, McpError> {
     match headers.get(name) {
         None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .map(|s| Some(s.trim().to_owned()))
-            .map_err(|_| McpError::HeaderMismatch { message: format!("{name} has invalid characters"), supported: None }),
+        Some(v) => {
+            v.to_str()
+                .map(|s| Some(s.trim().to_owned()))
+                .map_err(|_| McpError::HeaderMismatch {
+                    message: format!("{name} has invalid characters"),
+                    supported: None,
+                })
+        }
     }
 }
 
@@ -187,9 +206,14 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     // HTTP-A5 step 2, HTTP-S2.
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin.to_str().is_ok_and(|o| origin_allowed(o, &app.options));
+        let ok = origin
+            .to_str()
+            .is_ok_and(|o| origin_allowed(o, &app.options));
         if !ok {
-            return error_response(&McpError::InvalidRequest("Origin not allowed".into()), Some(StatusCode::FORBIDDEN));
+            return error_response(
+                &McpError::InvalidRequest("Origin not allowed".into()),
+                Some(StatusCode::FORBIDDEN),
+            );
         }
     }
     // Step 3.
@@ -213,12 +237,18 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
         Ok(h) => h,
         Err(e) => return error_response(&e, None),
     };
-    let inbound = Inbound { body, headers: Some(mcp), principal };
+    let inbound = Inbound {
+        body,
+        headers: Some(mcp),
+        principal,
+    };
     let sse = accepts_sse(&headers);
     let (tx, mut rx) = mpsc::channel::<Bytes>(32);
     let sink = if sse { Sink::new(tx) } else { Sink::none() };
     let server = app.server.clone();
-    let mut task = AbortOnDrop(Some(tokio::spawn(async move { server.handle(inbound, sink).await })));
+    let mut task = AbortOnDrop(Some(tokio::spawn(async move {
+        server.handle(inbound, sink).await
+    })));
     let first = tokio::select! {
         biased;
         done = task.join() => {
@@ -249,7 +279,10 @@ fn reply_response(reply: Reply) -> Response {
 fn sse_response(body: SseBody) -> Response {
     let mut r = Response::new(Body::from_stream(body));
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // HTTP-S19.
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
@@ -293,10 +326,22 @@ struct SseBody {
 }
 
 impl SseBody {
-    fn streaming(first: Bytes, rx: mpsc::Receiver<Bytes>, task: AbortOnDrop, keep_alive: Duration) -> Self {
+    fn streaming(
+        first: Bytes,
+        rx: mpsc::Receiver<Bytes>,
+        task: AbortOnDrop,
+        keep_alive: Duration,
+    ) -> Self {
         let mut interval = tokio::time::interval(keep_alive);
         interval.reset();
-        SseBody { queued: [first].into(), rx: Some(rx), task, last: None, keep_alive: interval, done: false }
+        SseBody {
+            queued: [first].into(),
+            rx: Some(rx),
+            task,
+            last: None,
+            keep_alive: interval,
+            done: false,
+        }
     }
 
     fn finished(queued: Vec<Bytes>, reply: Reply, keep_alive: Duration) -> Self {
@@ -371,13 +416,29 @@ mod tests {
     #[test]
     fn loopback_origins_pass_and_others_fail() {
         let o = HttpOptions::default();
-        for ok in ["http://localhost", "http://localhost:3000", "https://127.0.0.1:8080", "http://[::1]:9", "http://[::1]"] {
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8080",
+            "http://[::1]:9",
+            "http://[::1]",
+        ] {
             assert!(origin_allowed(ok, &o), "{ok}");
         }
-        for bad in ["http://evil.example.com", "http://localhost.evil.com", "http://127.0.0.1.evil:80", "null", "http://localhost:abc", "ftp://localhost"] {
+        for bad in [
+            "http://evil.example.com",
+            "http://localhost.evil.com",
+            "http://127.0.0.1.evil:80",
+            "null",
+            "http://localhost:abc",
+            "ftp://localhost",
+        ] {
             assert!(!origin_allowed(bad, &o), "{bad}");
         }
-        let o = HttpOptions { allowed_origins: vec!["https://app.example.com".into()], ..HttpOptions::default() };
+        let o = HttpOptions {
+            allowed_origins: vec!["https://app.example.com".into()],
+            ..HttpOptions::default()
+        };
         assert!(origin_allowed("https://app.example.com", &o));
     }
 }

@@ -46,8 +46,8 @@ mod replay;
 // The public surface, one name per type.
 pub use envelope::{Binding, Claims, MAX_TOKEN_CHARS, OpenError, OpenPolicy, Opened, SealError};
 pub use keyfile::{DEFAULT_GRACE_SECS, KeyFile, KeyFileEntry, KeyFileError};
-pub use random::random_bytes;
 pub use keys::{KeyRing, KeyRingError, KeyRole, KeySpec, MasterSecret, SecretError};
+pub use random::random_bytes;
 pub use replay::{
     BoxFuture, ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, Durability, MemoryReplayStore,
     ReplayStore, StoreError,

@@ -1,0 +1,543 @@
+//! The conformance server's tools, prompts and resources (FIXTURES.md
+//! Part 1, §1.2 and §1.3). Every multi round-trip fixture goes through the
+//! Ask API like any handler; none reads `inputResponses` itself.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tern::proto::McpError;
+use tern::server::{
+    Args, Ask, Capabilities, Content, Either, ElicitForm, Elicited, Error, Log, Need, OneOf,
+    Progress, PromptDef, PromptResult, RawArgs, ResourceDef, ResourceResult, Server, ServerBuilder,
+    TemplateDef, ToolDef, ToolResult, UriParams,
+};
+
+/// A 1×1 transparent PNG.
+pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+/// A 44-byte silent WAV header with no samples.
+pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
+
+macro_rules! form {
+    ($name:ident { $($field:ident : $ty:ty => $schema:expr),* $(,)? } required [$($req:literal),*]) => {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code, reason = "fields are read through Debug or not at all")]
+        struct $name { $($field: $ty),* }
+        impl ElicitForm for $name {
+            fn requested_schema() -> Value {
+                json!({"type": "object", "properties": {$(stringify!($field): $schema),*}, "required": [$($req),*]})
+            }
+        }
+    };
+}
+
+form!(NameForm { name: String => json!({"type": "string", "description": "Your name"}) } required ["name"]);
+form!(OkForm { ok: bool => json!({"type": "boolean", "description": "Confirm"}) } required ["ok"]);
+form!(ColorForm { color: String => json!({"type": "string", "description": "Favourite colour"}) } required ["color"]);
+form!(ContextForm { context: String => json!({"type": "string", "description": "Context"}) } required ["context"]);
+form!(MessageForm { response: String => json!({"type": "string"}) } required ["response"]);
+
+async fn simple_text() -> ToolResult {
+    ToolResult::text("This is a simple text response for testing.")
+}
+
+async fn image() -> ToolResult {
+    ToolResult::new([Content::image(PNG, "image/png")])
+}
+
+async fn audio() -> ToolResult {
+    ToolResult::new([Content::audio(WAV, "audio/wav")])
+}
+
+async fn embedded() -> ToolResult {
+    ToolResult::new([Content::embedded_text(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )])
+}
+
+async fn mixed() -> ToolResult {
+    ToolResult::new([
+        Content::text("Multiple content types test:"),
+        Content::image(PNG, "image/png"),
+        Content::embedded_text(
+            "test://mixed-content-resource",
+            "application/json",
+            r#"{"test":"data","value":123}"#,
+        ),
+    ])
+}
+
+async fn error_handling() -> Result<ToolResult, Error> {
+    Err(Error::tool(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+async fn with_progress(progress: Progress) -> ToolResult {
+    for p in [0.0, 50.0, 100.0] {
+        progress.notify(p, Some(100.0), Some("working")).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ToolResult::text("Progress test completed")
+}
+
+async fn with_logging(log: Log) -> ToolResult {
+    for msg in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ] {
+        log.info(json!(msg)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ToolResult::text("Logging test completed")
+}
+
+async fn missing_capability(Capabilities(caps): Capabilities) -> Result<ToolResult, Error> {
+    if !caps.sampling() {
+        // META-S10: requiredCapabilities is an object of objects.
+        let required = serde_json::from_value(json!({"sampling": {}}))
+            .map_err(|e| McpError::Internal(e.to_string()))?;
+        return Err(McpError::MissingCapability {
+            required: Box::new(required),
+            message: "This tool requires the sampling capability".into(),
+        }
+        .into());
+    }
+    Ok(ToolResult::text("The client declared sampling"))
+}
+
+async fn streaming_elicitation(ask: Ask) -> Result<ToolResult, Error> {
+    let answer = ask.form::<MessageForm>("response", "Please provide a response")?;
+    Ok(ToolResult::text(format!("Received: {answer:?}")))
+}
+
+async fn logging_tool(log: Log) -> ToolResult {
+    log.info(json!("this is only sent when the request opted in"))
+        .await;
+    ToolResult::text("Logging tool completed")
+}
+
+async fn dynamic() -> ToolResult {
+    ToolResult::text("This tool was added at run time")
+}
+
+async fn trigger_tool_change(server: Server) -> ToolResult {
+    server.add_tool(ToolDef::new(
+        "test_dynamic_tool",
+        "A tool added at run time",
+        dynamic,
+    ));
+    ToolResult::text("Tool list changed")
+}
+
+async fn dynamic_prompt() -> PromptResult {
+    PromptResult::user_text("This prompt was added at run time")
+}
+
+async fn trigger_prompt_change(server: Server) -> ToolResult {
+    server.add_prompt(PromptDef::new(
+        "test_dynamic_prompt",
+        "A prompt added at run time",
+        dynamic_prompt,
+    ));
+    ToolResult::text("Prompt list changed")
+}
+
+async fn echo_raw(RawArgs(args): RawArgs) -> ToolResult {
+    ToolResult::text(format!("Received: {}", Value::Object(args)))
+}
+
+fn elicited_text<T>(
+    answer: Elicited<T>,
+    accepted: impl FnOnce(T) -> String,
+) -> Result<ToolResult, Error> {
+    match answer {
+        Elicited::Accepted(v) => Ok(ToolResult::text(accepted(v))),
+        Elicited::Declined => Err(Error::tool("The user declined")),
+        Elicited::Cancelled => Err(Error::tool("The user cancelled")),
+    }
+}
+
+async fn mrtr_elicitation(ask: Ask) -> Result<ToolResult, Error> {
+    let answer = ask.form::<NameForm>("user_name", "What is your name?")?;
+    elicited_text(answer, |f| format!("Hello, {}!", f.name))
+}
+
+async fn mrtr_sampling(ask: Ask) -> Result<ToolResult, Error> {
+    let s = ask.all(Need::sample_text(
+        "capital_question",
+        "What is the capital of France?",
+        100,
+    ))?;
+    Ok(ToolResult::text(format!("The model said: {}", s.text())))
+}
+
+async fn mrtr_roots(ask: Ask) -> Result<ToolResult, Error> {
+    let roots = ask.all(Need::roots("client_roots"))?;
+    let uris: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
+    Ok(ToolResult::text(format!("Roots: {}", uris.join(", "))))
+}
+
+async fn mrtr_request_state(ask: Ask) -> Result<ToolResult, Error> {
+    let answer = ask.form::<OkForm>("confirm", "Please confirm")?;
+    elicited_text(answer, |f| format!("state-ok: confirmed={}", f.ok))
+}
+
+async fn mrtr_multiple(ask: Ask) -> Result<ToolResult, Error> {
+    let (name, greeting, roots) = ask.all((
+        Need::form::<NameForm>("user_name", "What is your name?"),
+        Need::sample_text("greeting", "Write a one-line greeting.", 50),
+        Need::roots("client_roots"),
+    ))?;
+    let name = name
+        .accepted()
+        .map_or_else(|| "stranger".to_owned(), |f| f.name);
+    Ok(ToolResult::text(format!(
+        "{name}: {} ({} roots)",
+        greeting.text(),
+        roots.len()
+    )))
+}
+
+async fn mrtr_multi_round(ask: Ask) -> Result<ToolResult, Error> {
+    let Some(name) = ask
+        .form::<NameForm>("step1", "What is your name?")?
+        .accepted()
+    else {
+        return Err(Error::tool("No name given"));
+    };
+    let Some(color) = ask
+        .form::<ColorForm>("step2", "What is your favourite colour?")?
+        .accepted()
+    else {
+        return Err(Error::tool("No colour given"));
+    };
+    Ok(ToolResult::text(format!(
+        "{} likes {}",
+        name.name, color.color
+    )))
+}
+
+async fn mrtr_capabilities(ask: Ask) -> Result<ToolResult, Error> {
+    // Either kind will do: the client gets the one it declared (MRTR-S9 (a)).
+    let answer = ask.all(OneOf(
+        Need::form::<NameForm>("user_name", "What is your name?"),
+        Need::sample_text("user_name_sample", "Suggest a name.", 50),
+    ))?;
+    Ok(ToolResult::text(match answer {
+        Either::First(f) => format!("form: {:?}", f.accepted().map(|f| f.name)),
+        Either::Second(s) => format!("sampling: {}", s.text()),
+    }))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct SamplingArgs {
+    /// The prompt to sample.
+    prompt: String,
+}
+
+async fn legacy_sampling(ask: Ask, Args(a): Args<SamplingArgs>) -> Result<ToolResult, Error> {
+    let s = ask.all(Need::sample_text("sample", &a.prompt, 100))?;
+    Ok(ToolResult::text(s.text()))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ElicitationArgs {
+    /// The message to show.
+    message: String,
+}
+
+async fn legacy_elicitation(ask: Ask, Args(a): Args<ElicitationArgs>) -> Result<ToolResult, Error> {
+    let answer = ask.form::<MessageForm>("elicitation", &a.message)?;
+    Ok(ToolResult::text(format!("{answer:?}")))
+}
+
+async fn simple_prompt() -> PromptResult {
+    PromptResult::user_text("This is a simple prompt for testing.")
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct PromptArgs {
+    arg1: String,
+    arg2: String,
+}
+
+async fn prompt_with_args(Args(a): Args<PromptArgs>) -> PromptResult {
+    PromptResult::user_text(format!(
+        "Prompt with arguments: arg1='{}', arg2='{}'",
+        a.arg1, a.arg2
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ResourcePromptArgs {
+    #[serde(rename = "resourceUri")]
+    resource_uri: String,
+}
+
+async fn prompt_with_resource(Args(a): Args<ResourcePromptArgs>) -> PromptResult {
+    PromptResult::new()
+        .user(Content::embedded_text(
+            a.resource_uri,
+            "text/plain",
+            "Embedded resource content for testing.",
+        ))
+        .user(Content::text("Please process the embedded resource above."))
+}
+
+async fn prompt_with_image() -> PromptResult {
+    PromptResult::new()
+        .user(Content::image(PNG, "image/png"))
+        .user(Content::text("Please analyze the image above."))
+}
+
+async fn mrtr_prompt(ask: Ask) -> Result<PromptResult, Error> {
+    match ask.form::<ContextForm>("user_context", "What context should the prompt use?")? {
+        Elicited::Accepted(c) => Ok(PromptResult::user_text(format!(
+            "Use this context: {}",
+            c.context
+        ))),
+        // An application code outside the reserved range (ERR-5).
+        _ => Err(Error::application(
+            -31001,
+            "The user declined to give context",
+        )),
+    }
+}
+
+async fn static_text() -> ResourceResult {
+    ResourceResult::text(
+        "test://static-text",
+        "text/plain",
+        "This is the content of the static text resource.",
+    )
+}
+
+async fn static_binary() -> ResourceResult {
+    ResourceResult::blob("test://static-binary", "image/png", PNG)
+}
+
+async fn watched() -> ResourceResult {
+    ResourceResult::text(
+        "test://watched-resource",
+        "text/plain",
+        "Watched resource content.",
+    )
+}
+
+async fn template(UriParams(vars): UriParams) -> ResourceResult {
+    let id = vars.get("id").cloned().unwrap_or_default();
+    let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+    ResourceResult::text(
+        format!("test://template/{id}/data"),
+        "application/json",
+        body.to_string(),
+    )
+}
+
+async fn complete(
+    RawArgs(_): RawArgs,
+    tern::server::Meta(_): tern::server::Meta,
+) -> tern::server::Json<Value> {
+    tern::server::Json(
+        json!({"completion": {"values": ["test1", "test2", "test3"], "total": 3, "hasMore": false}}),
+    )
+}
+
+fn schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
+}
+
+/// The conformance server with every fixture registered.
+pub fn server() -> ServerBuilder {
+    Server::builder("tern-conformance-server", env!("CARGO_PKG_VERSION"))
+        // http-header-validation calls tools[0] with {}: it must succeed.
+        .tool(
+            "test_simple_text",
+            "Returns a simple text response",
+            simple_text,
+        )
+        .tool("test_image_content", "Returns an image", image)
+        .tool("test_audio_content", "Returns an audio clip", audio)
+        .tool(
+            "test_embedded_resource",
+            "Returns an embedded resource",
+            embedded,
+        )
+        .tool(
+            "test_multiple_content_types",
+            "Returns text, an image and a resource",
+            mixed,
+        )
+        .tool(
+            "test_error_handling",
+            "Always fails with a tool error",
+            error_handling,
+        )
+        .tool(
+            "test_tool_with_progress",
+            "Reports progress three times",
+            with_progress,
+        )
+        .tool(
+            "test_tool_with_logging",
+            "Logs three messages when asked to",
+            with_logging,
+        )
+        .tool(
+            "test_missing_capability",
+            "Needs the sampling capability",
+            missing_capability,
+        )
+        .tool(
+            "test_streaming_elicitation",
+            "Asks for input through MRTR",
+            streaming_elicitation,
+        )
+        .tool("test_logging_tool", "Logs only on opt-in", logging_tool)
+        .tool(
+            "test_trigger_tool_change",
+            "Adds a tool and notifies listeners",
+            trigger_tool_change,
+        )
+        .tool(
+            "test_trigger_prompt_change",
+            "Adds a prompt and notifies listeners",
+            trigger_prompt_change,
+        )
+        .tool_def(
+            ToolDef::new(
+                "json_schema_2020_12_tool",
+                "Tool with JSON Schema 2020-12 features",
+                echo_raw,
+            )
+            .input_schema(schema_2020_12()),
+        )
+        .tool_def(
+            ToolDef::new(
+                "test_x_mcp_header",
+                "Mirrors its region argument into a header",
+                echo_raw,
+            )
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}
+            })),
+        )
+        .tool(
+            "test_input_required_result_elicitation",
+            "Asks for a name (MRTR elicitation)",
+            mrtr_elicitation,
+        )
+        .tool(
+            "test_input_required_result_sampling",
+            "Asks the model a question (MRTR sampling)",
+            mrtr_sampling,
+        )
+        .tool(
+            "test_input_required_result_list_roots",
+            "Asks for the roots (MRTR roots)",
+            mrtr_roots,
+        )
+        .tool(
+            "test_input_required_result_request_state",
+            "Asks for confirmation with state",
+            mrtr_request_state,
+        )
+        .tool(
+            "test_input_required_result_multiple_inputs",
+            "Asks for three inputs at once",
+            mrtr_multiple,
+        )
+        .tool(
+            "test_input_required_result_multi_round",
+            "Asks in two rounds",
+            mrtr_multi_round,
+        )
+        .tool(
+            "test_input_required_result_tampered_state",
+            "Rejects tampered state",
+            mrtr_request_state,
+        )
+        .tool(
+            "test_input_required_result_capabilities",
+            "Asks only through declared capabilities",
+            mrtr_capabilities,
+        )
+        .tool("test_sampling", "Samples the given prompt", legacy_sampling)
+        .tool(
+            "test_elicitation",
+            "Elicits an answer to the given message",
+            legacy_elicitation,
+        )
+        .prompt(PromptDef::new(
+            "test_simple_prompt",
+            "A simple prompt",
+            simple_prompt,
+        ))
+        .prompt(
+            PromptDef::new(
+                "test_prompt_with_arguments",
+                "A prompt with arguments",
+                prompt_with_args,
+            )
+            .argument("arg1", "First argument", true)
+            .argument("arg2", "Second argument", true),
+        )
+        .prompt(
+            PromptDef::new(
+                "test_prompt_with_embedded_resource",
+                "A prompt with a resource",
+                prompt_with_resource,
+            )
+            .argument("resourceUri", "The resource to embed", true),
+        )
+        .prompt(PromptDef::new(
+            "test_prompt_with_image",
+            "A prompt with an image",
+            prompt_with_image,
+        ))
+        .prompt(PromptDef::new(
+            "test_input_required_result_prompt",
+            "Asks for context (MRTR on prompts/get)",
+            mrtr_prompt,
+        ))
+        .resource(
+            ResourceDef::new("test://static-text", "Static text", static_text)
+                .mime_type("text/plain")
+                .description("A static text resource"),
+        )
+        .resource(
+            ResourceDef::new("test://static-binary", "Static binary", static_binary)
+                .mime_type("image/png"),
+        )
+        .resource(
+            ResourceDef::new("test://watched-resource", "Watched resource", watched)
+                .mime_type("text/plain"),
+        )
+        .resource_template(
+            TemplateDef::new("test://template/{id}/data", "Template data", template)
+                .mime_type("application/json"),
+        )
+        .completion(complete)
+}
