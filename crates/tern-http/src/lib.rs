@@ -11,4 +11,4 @@
 mod server;
 
 #[cfg(feature = "server")]
-pub use server::{Anonymous, Authenticate, HttpOptions, router, serve, spawn};
+pub use server::{Anonymous, Authenticate, HttpOptions, Refusal, router, serve, spawn};

@@ -20,12 +20,34 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// Why a request was refused before it reached the server: 401 with a
+/// `WWW-Authenticate` challenge, or 403 (DIGEST §8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// 401 or 403.
+    pub status: StatusCode,
+    /// The `WWW-Authenticate` header value, e.g. `Bearer resource_metadata="…"`.
+    pub challenge: Option<String>,
+}
+
+impl Refusal {
+    fn into_response(self) -> Response {
+        let mut r = error_response(
+            &McpError::InvalidRequest("Unauthorized".into()),
+            Some(self.status),
+        );
+        if let Some(v) = self.challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+        r
+    }
+}
+
 /// Turns a request's headers into a principal, or refuses it (HTTP-A5 step
 /// 3). The default accepts everyone as anonymous.
 pub trait Authenticate: Send + Sync + 'static {
-    /// The principal behind these headers, or the response that refuses
-    /// them (401 with `WWW-Authenticate`, 403).
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Response>;
+    /// The principal behind these headers, or why they are refused.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal>;
 }
 
 /// Everyone is anonymous.
@@ -33,7 +55,7 @@ pub trait Authenticate: Send + Sync + 'static {
 pub struct Anonymous;
 
 impl Authenticate for Anonymous {
-    fn authenticate(&self, _headers: &HeaderMap) -> Result<Principal, Response> {
+    fn authenticate(&self, _headers: &HeaderMap) -> Result<Principal, Refusal> {
         Ok(Principal::Anonymous)
     }
 }
@@ -219,7 +241,7 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
     // Step 3.
     let principal = match app.auth.authenticate(&headers) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let too_large = headers
         .get(header::CONTENT_LENGTH)
@@ -229,9 +251,8 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
     if too_large {
         return error_response(&McpError::PayloadTooLarge, None);
     }
-    let body = match axum::body::to_bytes(body, app.options.max_body).await {
-        Ok(b) => b,
-        Err(_) => return error_response(&McpError::PayloadTooLarge, None),
+    let Ok(body) = axum::body::to_bytes(body, app.options.max_body).await else {
+        return error_response(&McpError::PayloadTooLarge, None);
     };
     let mcp = match mcp_headers(&headers) {
         Ok(h) => h,
@@ -388,15 +409,15 @@ impl futures_core::Stream for SseBody {
                 }
             }
         }
-        if this.last.is_none() {
-            if let Some(h) = this.task.0.as_mut() {
-                match Pin::new(h).poll(cx) {
-                    Poll::Ready(r) => {
-                        this.task.0 = None;
-                        this.last = Some(r.unwrap_or(Reply::Closed));
-                    }
-                    Poll::Pending => return Poll::Pending,
+        if this.last.is_none()
+            && let Some(h) = this.task.0.as_mut()
+        {
+            match Pin::new(h).poll(cx) {
+                Poll::Ready(r) => {
+                    this.task.0 = None;
+                    this.last = Some(r.unwrap_or(Reply::Closed));
                 }
+                Poll::Pending => return Poll::Pending,
             }
         }
         this.done = true;

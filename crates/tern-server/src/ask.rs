@@ -563,12 +563,13 @@ impl<T> Need<T> {
         if let Some(answer) = cx.find_done(&self.key, &rdig) {
             return (self.parse)(&self.key, &self.request, &answer).map(Some);
         }
-        if cx.verified && cx.expected(&self.key, self.kind, &rdig) {
-            if let Some(answer) = cx.responses.get(&self.key) {
-                let parsed = (self.parse)(&self.key, &self.request, answer)?;
-                cx.accept(&self.key, rdig, answer);
-                return Ok(Some(parsed));
-            }
+        if cx.verified
+            && cx.expected(&self.key, self.kind, &rdig)
+            && let Some(answer) = cx.responses.get(&self.key)
+        {
+            let parsed = (self.parse)(&self.key, &self.request, answer)?;
+            cx.accept(&self.key, rdig, answer);
+            return Ok(Some(parsed));
         }
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);

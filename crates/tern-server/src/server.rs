@@ -735,7 +735,7 @@ impl Server {
         a: &Accepted,
         headers: Option<&McpHeaders>,
         reg: &Registry,
-    ) -> Result<(Arc<dyn ErasedHandler>, RouteLimits, HashMap<String, String>), McpError> {
+    ) -> Result<Route, McpError> {
         match a.method.as_str() {
             "tools/call" => {
                 let name = a
@@ -802,6 +802,9 @@ impl Server {
         }
     }
 }
+
+/// The handler a request resolves to, its limits and any template variables.
+type Route = (Arc<dyn ErasedHandler>, RouteLimits, HashMap<String, String>);
 
 fn requests_map(p: &Pending) -> Option<Map<String, Value>> {
     let m: Map<String, Value> = p

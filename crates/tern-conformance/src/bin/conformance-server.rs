@@ -1,5 +1,9 @@
 //! `conformance-server --port P` serves the conformance fixtures at
 //! `http://127.0.0.1:P/mcp` (FIXTURES.md Part 1).
+#![expect(
+    clippy::print_stderr,
+    reason = "a command-line program reports to its user on stderr"
+)]
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
