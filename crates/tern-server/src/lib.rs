@@ -34,6 +34,7 @@ mod notify;
 mod outcome;
 mod registry;
 mod server;
+mod single_use;
 mod state;
 
 pub use ask::{
@@ -50,6 +51,7 @@ pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
 pub use server::{Authorize, BuildError, Config, Metrics, Reply, Server, ServerBuilder};
+pub use single_use::SingleUse;
 #[doc(hidden)]
 pub mod __private {
     //! Paths the derive macros expand to.
