@@ -36,18 +36,22 @@ mod registry;
 mod server;
 mod state;
 
-pub use ask::{Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled};
+pub use ask::{
+    Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
+};
 pub use content::{Content, PromptResult, ResourceResult, ToolResult};
 pub use extract::{
     Args, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed, State, Uri,
     UriParams,
 };
 pub use form::{ElicitForm, check_form_schema};
+pub use form_field::{FormEnum, FormField};
 pub use handler::{BoxFuture, Handler};
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
 pub use server::{Authorize, BuildError, Config, Metrics, Reply, Server, ServerBuilder};
+pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]
 pub mod __private {
     //! Paths the derive macros expand to.
