@@ -124,9 +124,7 @@ impl AskContext {
     }
 
     fn expected(&self, key: &str, kind: InputKind, rdig: &[u8; 16]) -> bool {
-        self.expect
-            .iter()
-            .any(|e| e.key == key && e.kind == kind.code() && e.rdig == *rdig)
+        self.expect.iter().any(|e| e.key == key && e.kind == kind.code() && e.rdig == *rdig)
     }
 
     fn asked_before(&self, key: &str) -> bool {
@@ -136,11 +134,7 @@ impl AskContext {
     fn accept(&self, key: &str, rdig: [u8; 16], answer: &Value) {
         if let Ok(mut a) = self.accepted.lock() {
             a.retain(|d| d.key != key);
-            a.push(Done {
-                key: key.to_owned(),
-                rdig,
-                answer: answer.to_string().into_bytes(),
-            });
+            a.push(Done { key: key.to_owned(), rdig, answer: answer.to_string().into_bytes() });
         }
     }
 
@@ -148,12 +142,8 @@ impl AskContext {
     /// any accepted again in this run.
     pub(crate) fn carried(&self) -> Vec<Done> {
         let accepted = self.accepted.lock().map(|a| a.clone()).unwrap_or_default();
-        let mut out: Vec<Done> = self
-            .done
-            .iter()
-            .filter(|d| !accepted.iter().any(|a| a.key == d.key))
-            .cloned()
-            .collect();
+        let mut out: Vec<Done> =
+            self.done.iter().filter(|d| !accepted.iter().any(|a| a.key == d.key)).cloned().collect();
         out.extend(accepted);
         out
     }
@@ -171,11 +161,7 @@ impl Ask {
     /// otherwise [`Error::Input`] with every missing request of the round,
     /// or -32021 when a required kind was not declared (MRTR-S9).
     pub fn all<N: NeedSet>(&self, needs: N) -> Result<N::Output, Error> {
-        let mut round = Round {
-            cx: &self.cx,
-            missing: Vec::new(),
-            undeclared: Vec::new(),
-        };
+        let mut round = Round { cx: &self.cx, missing: Vec::new(), undeclared: Vec::new() };
         let out = needs.evaluate(&mut round)?;
         round.finish()?;
         out.ok_or_else(|| Error::Protocol(McpError::Internal("an answer went missing".into())))
@@ -219,17 +205,11 @@ impl Round<'_> {
                 .map_err(|e| McpError::Internal(e.to_string()))?;
             return Err(Error::Protocol(McpError::MissingCapability {
                 required: Box::new(required),
-                message: format!(
-                    "This request needs the client capability: {}",
-                    names.join(", ")
-                ),
+                message: format!("This request needs the client capability: {}", names.join(", ")),
             }));
         }
         if !self.missing.is_empty() {
-            return Err(Error::Input(Pending {
-                requests: self.missing,
-                continuation: None,
-            }));
+            return Err(Error::Input(Pending { requests: self.missing, continuation: None }));
         }
         Ok(())
     }
@@ -254,10 +234,7 @@ pub struct Need<T> {
 
 impl<T> std::fmt::Debug for Need<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Need")
-            .field("key", &self.key)
-            .field("kind", &self.kind)
-            .finish()
+        f.debug_struct("Need").field("key", &self.key).field("kind", &self.kind).finish()
     }
 }
 
@@ -338,11 +315,7 @@ fn parse_action(key: &str, answer: &Value) -> Result<&'static str, McpError> {
     }
 }
 
-fn parse_form<T: DeserializeOwned>(
-    key: &str,
-    request: &Value,
-    answer: &Value,
-) -> Result<Elicited<T>, McpError> {
+fn parse_form<T: DeserializeOwned>(key: &str, request: &Value, answer: &Value) -> Result<Elicited<T>, McpError> {
     if !answer.is_object() {
         return Err(malformed(key, "an elicitation answer must be an object"));
     }
@@ -375,9 +348,7 @@ fn parse_url(key: &str, _request: &Value, answer: &Value) -> Result<Elicited<()>
 const KNOWN_BLOCKS: &[&str] = &["text", "image", "audio", "tool_use", "tool_result"];
 
 fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled, McpError> {
-    let obj = answer
-        .as_object()
-        .ok_or_else(|| malformed(key, "a sampling answer must be an object"))?;
+    let obj = answer.as_object().ok_or_else(|| malformed(key, "a sampling answer must be an object"))?;
     if obj.get("role").and_then(Value::as_str) != Some("assistant") {
         return Err(malformed(key, "role must be \"assistant\""));
     }
@@ -385,9 +356,7 @@ fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled
         .get("model")
         .and_then(Value::as_str)
         .ok_or_else(|| malformed(key, "model must be a string"))?;
-    let content = obj
-        .get("content")
-        .ok_or_else(|| malformed(key, "content is required"))?;
+    let content = obj.get("content").ok_or_else(|| malformed(key, "content is required"))?;
     let blocks: Vec<&Value> = match content {
         Value::Array(a) => a.iter().collect(),
         one => vec![one],
@@ -395,10 +364,7 @@ fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled
     for b in blocks {
         let t = b.get("type").and_then(Value::as_str);
         if !t.is_some_and(|t| KNOWN_BLOCKS.contains(&t)) {
-            return Err(malformed(
-                key,
-                "content blocks must be text, image, audio, tool_use or tool_result",
-            ));
+            return Err(malformed(key, "content blocks must be text, image, audio, tool_use or tool_result"));
         }
     }
     let stop_reason = match obj.get("stopReason") {
@@ -406,11 +372,7 @@ fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(malformed(key, "stopReason must be a string")),
     };
-    Ok(Sampled {
-        model: model.to_owned(),
-        content: content.clone(),
-        stop_reason,
-    })
+    Ok(Sampled { model: model.to_owned(), content: content.clone(), stop_reason })
 }
 
 /// At most this many roots are read (SECURITY.md §3.8).
@@ -427,10 +389,7 @@ fn parse_roots(key: &str, _request: &Value, answer: &Value) -> Result<Vec<Root>,
     roots
         .iter()
         .map(|r| {
-            let uri = r
-                .get("uri")
-                .and_then(Value::as_str)
-                .ok_or_else(|| malformed(key, "a root needs a uri"))?;
+            let uri = r.get("uri").and_then(Value::as_str).ok_or_else(|| malformed(key, "a root needs a uri"))?;
             // ROOT-1: file URIs only; an absolute path; bounded.
             let scheme_ok = uri.len() > 7 && uri[..7].eq_ignore_ascii_case("file://");
             if !scheme_ok || uri.len() > 4096 {
@@ -441,10 +400,7 @@ fn parse_roots(key: &str, _request: &Value, answer: &Value) -> Result<Vec<Root>,
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(_) => return Err(malformed(key, "a root name must be a string")),
             };
-            Ok(Root {
-                uri: uri.to_owned(),
-                name,
-            })
+            Ok(Root { uri: uri.to_owned(), name })
         })
         .collect()
 }
@@ -459,19 +415,10 @@ impl Need<()> {
 
     /// A form whose schema is built at run time; the answer is the accepted
     /// content as a JSON object. The schema must be a flat form schema.
-    pub fn form_schema(
-        key: &str,
-        message: &str,
-        schema: Value,
-    ) -> Need<Elicited<Map<String, Value>>> {
+    pub fn form_schema(key: &str, message: &str, schema: Value) -> Need<Elicited<Map<String, Value>>> {
         let request = json!({"method": "elicitation/create", "params": {
             "mode": "form", "message": message, "requestedSchema": schema}});
-        Need::build(
-            key,
-            InputKind::Form,
-            request,
-            parse_form::<Map<String, Value>>,
-        )
+        Need::build(key, InputKind::Form, request, parse_form::<Map<String, Value>>)
     }
 
     /// An out-of-band interaction at `url` (URL-mode elicitation). Accept
@@ -491,22 +438,14 @@ impl Need<()> {
 
     /// A one-message text sample with a token limit.
     pub fn sample_text(key: &str, text: &str, max_tokens: u32) -> Need<Sampled> {
-        Need::sampling(
-            key,
-            json!({
+        Need::sampling(key, json!({
             "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
-            "maxTokens": max_tokens}),
-        )
+            "maxTokens": max_tokens}))
     }
 
     /// The client's roots (`roots/list`, deprecated feature).
     pub fn roots(key: &str) -> Need<Vec<Root>> {
-        Need::build(
-            key,
-            InputKind::Roots,
-            json!({"method": "roots/list", "params": {}}),
-            parse_roots,
-        )
+        Need::build(key, InputKind::Roots, json!({"method": "roots/list", "params": {}}), parse_roots)
     }
 }
 
@@ -517,14 +456,7 @@ impl<T> Need<T> {
         request: Value,
         parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
     ) -> Need<T> {
-        Need {
-            key: key.to_owned(),
-            kind,
-            request,
-            mode: Mode::Required,
-            parse,
-            _t: PhantomData,
-        }
+        Need { key: key.to_owned(), kind, request, mode: Mode::Required, parse, _t: PhantomData }
     }
 
     /// Makes this need optional: skipped when the client did not declare its
@@ -573,12 +505,7 @@ impl<T> Need<T> {
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);
         }
-        round.missing.push(Asked {
-            key: self.key.clone(),
-            kind: self.kind,
-            request: self.request.clone(),
-            rdig,
-        });
+        round.missing.push(Asked { key: self.key.clone(), kind: self.kind, request: self.request.clone(), rdig });
         Ok(None)
     }
 

@@ -61,10 +61,7 @@ pub struct ToolResult {
 impl ToolResult {
     /// A successful result with these blocks.
     pub fn new(content: impl IntoIterator<Item = Content>) -> Self {
-        ToolResult {
-            content: content.into_iter().map(|c| c.0).collect(),
-            ..Self::default()
-        }
+        ToolResult { content: content.into_iter().map(|c| c.0).collect(), ..Self::default() }
     }
 
     /// A successful result with one text block.
@@ -75,17 +72,13 @@ impl ToolResult {
     /// An execution error: `isError: true` with an explanation the model can
     /// read (TOOL-S11). Not a JSON-RPC error.
     pub fn error(message: impl Into<String>) -> Self {
-        ToolResult {
-            is_error: true,
-            ..ToolResult::text(message)
-        }
+        ToolResult { is_error: true, ..ToolResult::text(message) }
     }
 
     /// Adds `structuredContent` and, as TOOL-S9 recommends, its JSON text.
     #[must_use]
     pub fn with_structured(mut self, value: Value) -> Self {
-        self.content
-            .push(json!({"type": "text", "text": value.to_string()}));
+        self.content.push(json!({"type": "text", "text": value.to_string()}));
         self.structured = Some(value);
         self
     }
@@ -129,16 +122,14 @@ impl PromptResult {
     /// Adds a user message.
     #[must_use]
     pub fn user(mut self, content: Content) -> Self {
-        self.messages
-            .push(json!({"role": "user", "content": content.0}));
+        self.messages.push(json!({"role": "user", "content": content.0}));
         self
     }
 
     /// Adds an assistant message.
     #[must_use]
     pub fn assistant(mut self, content: Content) -> Self {
-        self.messages
-            .push(json!({"role": "assistant", "content": content.0}));
+        self.messages.push(json!({"role": "assistant", "content": content.0}));
         self
     }
 
@@ -168,24 +159,14 @@ pub struct ResourceResult {
 
 impl ResourceResult {
     /// One text content.
-    pub fn text(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
+    pub fn text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
         ResourceResult::default().and_text(uri, mime_type, text)
     }
 
     /// One binary content, base64-encoded.
-    pub fn blob(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        base64: impl Into<String>,
-    ) -> Self {
+    pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, base64: impl Into<String>) -> Self {
         ResourceResult {
-            contents: vec![
-                json!({"uri": uri.into(), "mimeType": mime_type.into(), "blob": base64.into()}),
-            ],
+            contents: vec![json!({"uri": uri.into(), "mimeType": mime_type.into(), "blob": base64.into()})],
         }
     }
 
@@ -197,8 +178,7 @@ impl ResourceResult {
         mime_type: impl Into<String>,
         text: impl Into<String>,
     ) -> Self {
-        self.contents
-            .push(json!({"uri": uri.into(), "mimeType": mime_type.into(), "text": text.into()}));
+        self.contents.push(json!({"uri": uri.into(), "mimeType": mime_type.into(), "text": text.into()}));
         self
     }
 

@@ -78,11 +78,7 @@ pub struct Args<T>(pub T);
 
 impl<T: DeserializeOwned + JsonSchema> FromCall for Args<T> {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        let args = cx
-            .params
-            .get("arguments")
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new()));
+        let args = cx.params.get("arguments").cloned().unwrap_or_else(|| Value::Object(Map::new()));
         serde_json::from_value(args).map(Args).map_err(|e| {
             if cx.method == "tools/call" {
                 Outcome::ToolError(format!("Invalid arguments: {e}"))
@@ -114,9 +110,7 @@ impl FromCall for RawArgs {
         match cx.params.get("arguments") {
             None | Some(Value::Null) => Ok(RawArgs(Map::new())),
             Some(Value::Object(m)) => Ok(RawArgs(m.clone())),
-            Some(_) => Err(Outcome::Error(McpError::invalid_params(
-                "arguments must be an object",
-            ))),
+            Some(_) => Err(Outcome::Error(McpError::invalid_params("arguments must be an object"))),
         }
     }
 }
@@ -137,13 +131,9 @@ impl<T: DeserializeOwned> FromCall for Resumed<T> {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
         match &cx.continuation {
             None => Ok(Resumed(None)),
-            Some(bytes) => serde_json::from_slice(bytes)
-                .map(|v| Resumed(Some(v)))
-                .map_err(|e| {
-                    Outcome::Error(McpError::Internal(format!(
-                        "continuation does not decode: {e}"
-                    )))
-                }),
+            Some(bytes) => serde_json::from_slice(bytes).map(|v| Resumed(Some(v))).map_err(|e| {
+                Outcome::Error(McpError::Internal(format!("continuation does not decode: {e}")))
+            }),
         }
     }
 }
@@ -180,19 +170,13 @@ impl FromCall for Caller {
 
 impl FromCall for Progress {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        Ok(Progress {
-            sink: cx.sink.clone(),
-            token: cx.meta.progress_token.clone(),
-        })
+        Ok(Progress { sink: cx.sink.clone(), token: cx.meta.progress_token.clone() })
     }
 }
 
 impl FromCall for Log {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        Ok(Log {
-            sink: cx.sink.clone(),
-            level: cx.meta.log_level,
-        })
+        Ok(Log { sink: cx.sink.clone(), level: cx.meta.log_level })
     }
 }
 
@@ -208,12 +192,7 @@ pub struct Uri(pub String);
 
 impl FromCall for Uri {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        Ok(Uri(cx
-            .params
-            .get("uri")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()))
+        Ok(Uri(cx.params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned()))
     }
 }
 
@@ -237,11 +216,7 @@ impl<S: Any + Send + Sync> FromCall for State<S> {
             .app_state()
             .and_then(|s| s.downcast::<S>().ok())
             .map(State)
-            .ok_or_else(|| {
-                Outcome::Error(McpError::Internal(
-                    "no application state of that type".into(),
-                ))
-            })
+            .ok_or_else(|| Outcome::Error(McpError::Internal("no application state of that type".into())))
     }
 }
 
@@ -257,9 +232,6 @@ pub struct Flow {
 
 impl FromCall for Flow {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        Ok(Flow {
-            round: cx.round,
-            id: cx.flow_id,
-        })
+        Ok(Flow { round: cx.round, id: cx.flow_id })
     }
 }

@@ -24,28 +24,13 @@ pub trait ElicitForm: DeserializeOwned + Send + 'static {
 /// else is refused when the schema is built, so validation never depends on
 /// keywords a client may ignore (SECURITY.md §3.8).
 const PROPERTY_KEYWORDS: &[&str] = &[
-    "type",
-    "title",
-    "description",
-    "minLength",
-    "maxLength",
-    "format",
-    "default",
-    "minimum",
-    "maximum",
-    "enum",
-    "enumNames",
-    "oneOf",
-    "items",
-    "minItems",
-    "maxItems",
+    "type", "title", "description", "minLength", "maxLength", "format", "default", "minimum",
+    "maximum", "enum", "enumNames", "oneOf", "items", "minItems", "maxItems",
 ];
 
 /// Checks that a schema is a flat form schema as form mode allows.
 pub fn check_form_schema(schema: &Value) -> Result<(), String> {
-    let obj = schema
-        .as_object()
-        .ok_or("a form schema must be an object")?;
+    let obj = schema.as_object().ok_or("a form schema must be an object")?;
     if obj.get("type") != Some(&json!("object")) {
         return Err("a form schema must have type \"object\"".into());
     }
@@ -54,24 +39,16 @@ pub fn check_form_schema(schema: &Value) -> Result<(), String> {
         .and_then(Value::as_object)
         .ok_or("a form schema needs a properties object")?;
     for (name, p) in props {
-        let p = p
-            .as_object()
-            .ok_or_else(|| format!("property {name} must be an object"))?;
+        let p = p.as_object().ok_or_else(|| format!("property {name} must be an object"))?;
         for k in p.keys() {
             if !PROPERTY_KEYWORDS.contains(&k.as_str()) {
-                return Err(format!(
-                    "property {name}: keyword {k} is not allowed in form mode"
-                ));
+                return Err(format!("property {name}: keyword {k} is not allowed in form mode"));
             }
         }
         match p.get("type").and_then(Value::as_str) {
             Some("string" | "number" | "integer" | "boolean") => {}
             Some("array") if p.contains_key("items") => {}
-            _ => {
-                return Err(format!(
-                    "property {name}: form mode allows only primitive types and multi-select enums"
-                ));
-            }
+            _ => return Err(format!("property {name}: form mode allows only primitive types and multi-select enums")),
         }
     }
     Ok(())
@@ -81,11 +58,7 @@ fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
     let key = schema.to_string();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(v) = cache
-        .lock()
-        .map_err(|_| McpError::Internal("validator cache poisoned".into()))?
-        .get(&key)
-    {
+    if let Some(v) = cache.lock().map_err(|_| McpError::Internal("validator cache poisoned".into()))?.get(&key) {
         return Ok(v.clone());
     }
     let v = jsonschema::options()
@@ -117,11 +90,7 @@ pub(crate) fn validate_content(
         data: Some(json!({"key": key, "pointer": pointer, "rule": rule})),
     };
     let Value::Object(content) = content else {
-        return Err(invalid(
-            String::new(),
-            "type".into(),
-            format!("inputResponses.{key}: accepted content must be an object"),
-        ));
+        return Err(invalid(String::new(), "type".into(), format!("inputResponses.{key}: accepted content must be an object")));
     };
     let named = schema.get("properties").and_then(Value::as_object);
     let kept: Map<String, Value> = content
@@ -132,13 +101,7 @@ pub(crate) fn validate_content(
     let instance = Value::Object(kept);
     let v = validator(schema)?;
     if let Some(err) = v.iter_errors(&instance).next() {
-        let rule = err
-            .schema_path()
-            .as_str()
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_owned();
+        let rule = err.schema_path().as_str().rsplit('/').next().unwrap_or("").to_owned();
         return Err(invalid(
             err.instance_path().as_str().to_owned(),
             rule,

@@ -36,9 +36,7 @@ mod registry;
 mod server;
 mod state;
 
-pub use ask::{
-    Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
-};
+pub use ask::{Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled};
 pub use content::{Content, PromptResult, ResourceResult, ToolResult};
 pub use extract::{
     Args, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed, State, Uri,

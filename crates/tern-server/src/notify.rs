@@ -66,9 +66,7 @@ impl Progress {
         if let Some(m) = message {
             params.insert("message".into(), json!(m));
         }
-        self.sink
-            .send(encode_notification("notifications/progress", &params))
-            .await;
+        self.sink.send(encode_notification("notifications/progress", &params)).await;
     }
 }
 
@@ -85,16 +83,12 @@ impl Log {
     /// Logs `data` at `level` (one of the eight levels, e.g. `"info"`).
     pub async fn log(&self, level: &str, data: Value) {
         let Some(threshold) = self.level else { return };
-        let Some(at) = LOG_LEVELS.iter().position(|l| *l == level) else {
-            return;
-        };
+        let Some(at) = LOG_LEVELS.iter().position(|l| *l == level) else { return };
         if at < threshold {
             return;
         }
         let params = json!({"level": level, "data": data});
-        self.sink
-            .send(encode_notification("notifications/message", &params))
-            .await;
+        self.sink.send(encode_notification("notifications/message", &params)).await;
     }
 
     /// Logs at `info`.

@@ -33,9 +33,7 @@ pub struct ToolDef {
 
 impl std::fmt::Debug for ToolDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolDef")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
+        f.debug_struct("ToolDef").field("name", &self.name).finish_non_exhaustive()
     }
 }
 
@@ -108,9 +106,7 @@ impl ToolDef {
 /// (HTTP-XMH-2).
 fn header_params(schema: &Value) -> Vec<(String, Vec<String>)> {
     fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
-        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-            return;
-        };
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
         for (name, p) in props {
             path.push(name.clone());
             if let Some(h) = p.get("x-mcp-header").and_then(Value::as_str) {
@@ -137,9 +133,7 @@ pub struct PromptDef {
 
 impl std::fmt::Debug for PromptDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PromptDef")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
+        f.debug_struct("PromptDef").field("name", &self.name).finish_non_exhaustive()
     }
 }
 
@@ -162,10 +156,7 @@ impl PromptDef {
     /// (PROMPT-S2).
     #[must_use]
     pub fn argument(mut self, name: &str, description: &str, required: bool) -> Self {
-        let args = self
-            .entry
-            .entry("arguments")
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let args = self.entry.entry("arguments").or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(a) = args {
             a.push(json!({"name": name, "description": description, "required": required}));
         }
@@ -194,9 +185,7 @@ pub struct ResourceDef {
 
 impl std::fmt::Debug for ResourceDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceDef")
-            .field("uri", &self.uri)
-            .finish_non_exhaustive()
+        f.debug_struct("ResourceDef").field("uri", &self.uri).finish_non_exhaustive()
     }
 }
 
@@ -206,12 +195,7 @@ impl ResourceDef {
         let mut entry = Map::new();
         entry.insert("uri".into(), Value::from(uri));
         entry.insert("name".into(), Value::from(name));
-        ResourceDef {
-            uri: uri.to_owned(),
-            entry,
-            handler: erase(handler),
-            limits: RouteLimits::default(),
-        }
+        ResourceDef { uri: uri.to_owned(), entry, handler: erase(handler), limits: RouteLimits::default() }
     }
 
     /// Sets the description.
@@ -247,9 +231,7 @@ pub struct TemplateDef {
 
 impl std::fmt::Debug for TemplateDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TemplateDef")
-            .field("template", &self.template)
-            .finish_non_exhaustive()
+        f.debug_struct("TemplateDef").field("template", &self.template).finish_non_exhaustive()
     }
 }
 
@@ -259,11 +241,7 @@ impl TemplateDef {
         let mut entry = Map::new();
         entry.insert("uriTemplate".into(), Value::from(uri_template));
         entry.insert("name".into(), Value::from(name));
-        TemplateDef {
-            template: uri_template.to_owned(),
-            entry,
-            handler: erase(handler),
-        }
+        TemplateDef { template: uri_template.to_owned(), entry, handler: erase(handler) }
     }
 
     /// Sets the description.
@@ -292,11 +270,7 @@ impl TemplateDef {
                 let name = &after[..end];
                 tpl = &after[end + 1..];
                 let next_lit: String = tpl.chars().take_while(|c| *c != '{').collect();
-                let stop = if next_lit.is_empty() {
-                    rest.len()
-                } else {
-                    rest.find(next_lit.as_str())?
-                };
+                let stop = if next_lit.is_empty() { rest.len() } else { rest.find(next_lit.as_str())? };
                 let value = &rest[..stop];
                 if value.is_empty() || value.contains('/') {
                     return None;
@@ -353,12 +327,9 @@ mod tests {
         }});
         let mut found = header_params(&s);
         found.sort();
-        assert_eq!(
-            found,
-            vec![
-                ("Id".to_owned(), vec!["nested".to_owned(), "id".to_owned()]),
-                ("Region".to_owned(), vec!["region".to_owned()]),
-            ]
-        );
+        assert_eq!(found, vec![
+            ("Id".to_owned(), vec!["nested".to_owned(), "id".to_owned()]),
+            ("Region".to_owned(), vec!["region".to_owned()]),
+        ]);
     }
 }

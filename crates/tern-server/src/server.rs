@@ -12,9 +12,7 @@ use tern_proto::accept::{
     Accepted, accept_request, check_mrtr_fields, check_name_header, method_not_found,
 };
 use tern_proto::decode::{Limits, Message, decode_message};
-use tern_proto::finish::{
-    encode_error, encode_notification, encode_result, input_required, stamp_complete,
-};
+use tern_proto::finish::{encode_error, encode_notification, encode_result, input_required, stamp_complete};
 use tern_proto::headers::{decode_header_value, header_matches};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{Claims, KeyRing, OpenPolicy, random_bytes};
@@ -52,10 +50,7 @@ pub enum Reply {
 
 impl Reply {
     fn error(id: Option<RequestId>, e: &McpError) -> Self {
-        Reply::Message {
-            status: e.http_status(),
-            body: encode_error(id, e),
-        }
+        Reply::Message { status: e.http_status(), body: encode_error(id, e) }
     }
 }
 
@@ -123,10 +118,7 @@ impl Metrics {
 
     /// How many states were refused for `reason` (e.g. `"bad_tag"`).
     pub fn rejected(&self, reason: &str) -> u64 {
-        self.rejected
-            .lock()
-            .map(|m| m.get(reason).copied().unwrap_or(0))
-            .unwrap_or(0)
+        self.rejected.lock().map(|m| m.get(reason).copied().unwrap_or(0)).unwrap_or(0)
     }
 }
 
@@ -160,9 +152,7 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("resource_id", &self.inner.resource_id)
-            .finish_non_exhaustive()
+        f.debug_struct("Server").field("resource_id", &self.inner.resource_id).finish_non_exhaustive()
     }
 }
 
@@ -181,9 +171,7 @@ pub struct ServerBuilder {
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerBuilder")
-            .field("info", &self.info)
-            .finish_non_exhaustive()
+        f.debug_struct("ServerBuilder").field("info", &self.info).finish_non_exhaustive()
     }
 }
 
@@ -296,10 +284,7 @@ impl Server {
             // BASE-6: notifications get no answer; on HTTP a 202.
             Ok(Message::Notification(_)) => return Reply::Accepted,
             Ok(Message::Result(_) | Message::Error(_)) => {
-                return Reply::error(
-                    None,
-                    &McpError::InvalidRequest("clients never send responses".into()),
-                );
+                return Reply::error(None, &McpError::InvalidRequest("clients never send responses".into()));
             }
             Err(e) => return Reply::error(e.id, &e.error),
         };
@@ -309,14 +294,8 @@ impl Server {
             Ok(a) => a,
             Err(e) => return Reply::error(Some(id), &e),
         };
-        match self
-            .dispatch(accepted, headers, inbound.principal, sink)
-            .await
-        {
-            Ok(Some(result)) => Reply::Message {
-                status: 200,
-                body: encode_result(&id, &result),
-            },
+        match self.dispatch(accepted, headers, inbound.principal, sink).await {
+            Ok(Some(result)) => Reply::Message { status: 200, body: encode_result(&id, &result) },
             Ok(None) => Reply::Closed,
             Err(e) => Reply::error(Some(id), &e),
         }
@@ -364,28 +343,16 @@ impl Server {
             }
             "tools/list" => self.page(&a, "tools", reg.tools.iter().map(|t| &t.entry))?,
             "prompts/list" => self.page(&a, "prompts", reg.prompts.iter().map(|p| &p.entry))?,
-            "resources/list" => {
-                self.page(&a, "resources", reg.resources.iter().map(|r| &r.entry))?
+            "resources/list" => self.page(&a, "resources", reg.resources.iter().map(|r| &r.entry))?,
+            "resources/templates/list" => {
+                self.page(&a, "resourceTemplates", reg.templates.iter().map(|t| &t.entry))?
             }
-            "resources/templates/list" => self.page(
-                &a,
-                "resourceTemplates",
-                reg.templates.iter().map(|t| &t.entry),
-            )?,
             "completion/complete" => {
-                let handler = reg
-                    .completion
-                    .clone()
-                    .ok_or_else(|| method_not_found(&a.method, &self.inner.supported))?;
+                let handler = reg.completion.clone().ok_or_else(|| method_not_found(&a.method, &self.inner.supported))?;
                 return self.run_simple(handler, a, principal, sink).await.map(Some);
             }
             "subscriptions/listen" => return self.listen(a, &reg, sink).await,
-            _ => {
-                return self
-                    .invoke(a, headers, principal, sink, &reg)
-                    .await
-                    .map(Some);
-            }
+            _ => return self.invoke(a, headers, principal, sink, &reg).await.map(Some),
         };
         stamp_complete(&mut result, Some(&info));
         Ok(Some(result))
@@ -394,10 +361,7 @@ impl Server {
     fn cache_hints(&self, r: &mut Map<String, Value>) {
         // CACHE-S1.
         r.insert("ttlMs".into(), json!(self.inner.config.cache_ttl_ms));
-        r.insert(
-            "cacheScope".into(),
-            serde_json::to_value(self.inner.config.cache_scope).unwrap_or(json!("private")),
-        );
+        r.insert("cacheScope".into(), serde_json::to_value(self.inner.config.cache_scope).unwrap_or(json!("private")));
     }
 
     fn page<'r>(
@@ -418,15 +382,7 @@ impl Server {
         let size = self.inner.config.page_size.max(1);
         let end = (start + size).min(all.len());
         let mut r = Map::new();
-        r.insert(
-            field.into(),
-            Value::Array(
-                all[start..end]
-                    .iter()
-                    .map(|m| Value::Object((*m).clone()))
-                    .collect(),
-            ),
-        );
+        r.insert(field.into(), Value::Array(all[start..end].iter().map(|m| Value::Object((*m).clone())).collect()));
         if end < all.len() {
             r.insert("nextCursor".into(), json!(encode_cursor(end)));
         }
@@ -434,29 +390,17 @@ impl Server {
         Ok(r)
     }
 
-    async fn listen(
-        &self,
-        a: Accepted,
-        reg: &Registry,
-        sink: Sink,
-    ) -> Result<Option<Map<String, Value>>, McpError> {
+    async fn listen(&self, a: Accepted, reg: &Registry, sink: Sink) -> Result<Option<Map<String, Value>>, McpError> {
         let Some(Value::Object(filter)) = a.params.get("notifications") else {
-            return Err(McpError::invalid_params(
-                "params.notifications must be an object",
-            ));
+            return Err(McpError::invalid_params("params.notifications must be an object"));
         };
         let wants = |k: &str| filter.get(k).and_then(Value::as_bool).unwrap_or(false);
         // SUB-S2, SUB-A2: acknowledge the honoured subset at once.
         let tools = wants("toolsListChanged") && !reg.tools.is_empty();
         let prompts = wants("promptsListChanged") && !reg.prompts.is_empty();
-        let resources = wants("resourcesListChanged")
-            && (!reg.resources.is_empty() || !reg.templates.is_empty());
+        let resources = wants("resourcesListChanged") && (!reg.resources.is_empty() || !reg.templates.is_empty());
         let mut honoured = Map::new();
-        for (k, on) in [
-            ("toolsListChanged", tools),
-            ("promptsListChanged", prompts),
-            ("resourcesListChanged", resources),
-        ] {
+        for (k, on) in [("toolsListChanged", tools), ("promptsListChanged", prompts), ("resourcesListChanged", resources)] {
             if on {
                 honoured.insert(k.into(), json!(true));
             }
@@ -465,13 +409,7 @@ impl Server {
         let meta = json!({ meta_keys::SUBSCRIPTION_ID: sub_id });
         let mut rx = self.inner.changes.subscribe();
         let ack = json!({"notifications": honoured, "_meta": meta});
-        if !sink
-            .send(encode_notification(
-                "notifications/subscriptions/acknowledged",
-                &ack,
-            ))
-            .await
-        {
+        if !sink.send(encode_notification("notifications/subscriptions/acknowledged", &ack)).await {
             return Ok(None);
         }
         loop {
@@ -494,10 +432,7 @@ impl Server {
                     return Ok(Some(r));
                 }
             };
-            if !sink
-                .send(encode_notification(method, &json!({"_meta": meta})))
-                .await
-            {
+            if !sink.send(encode_notification(method, &json!({"_meta": meta}))).await {
                 return Ok(None);
             }
         }
@@ -518,12 +453,7 @@ impl Server {
             params: a.params,
             meta: a.meta,
             principal,
-            ask: Ask {
-                cx: Arc::new(AskContext {
-                    caps,
-                    ..AskContext::default()
-                }),
-            },
+            ask: Ask { cx: Arc::new(AskContext { caps, ..AskContext::default() }) },
             continuation: None,
             sink,
             uri_params: HashMap::new(),
@@ -535,9 +465,7 @@ impl Server {
                 stamp_complete(&mut m, Some(&self.inner.info));
                 Ok(m)
             }
-            Outcome::InputRequired(_) => Err(McpError::Internal(
-                "this method cannot ask for input".into(),
-            )),
+            Outcome::InputRequired(_) => Err(McpError::Internal("this method cannot ask for input".into())),
             Outcome::ToolError(msg) => Err(McpError::Internal(msg)),
             Outcome::Error(e) => Err(e),
         }
@@ -555,13 +483,8 @@ impl Server {
     ) -> Result<Map<String, Value>, McpError> {
         let (handler, limits, uri_params) = self.route(&a, headers, reg)?;
         let cfg = &self.inner.config;
-        let ceiling = limits
-            .max_rounds
-            .map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds));
-        let ttl = limits
-            .state_ttl
-            .map_or(cfg.state_ttl, |t| t.min(cfg.state_ttl))
-            .min(Duration::from_secs(3600));
+        let ceiling = limits.max_rounds.map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds));
+        let ttl = limits.state_ttl.map_or(cfg.state_ttl, |t| t.min(cfg.state_ttl)).min(Duration::from_secs(3600));
         let responses = check_input_responses(&a.params, cfg)?;
         let now = self.inner.clock.now();
         let m = method_code(&a.method);
@@ -588,19 +511,13 @@ impl Server {
             },
             // Answers without a verified state from the round that asked
             // them are ignored (SECURITY.md §3.8).
-            None => AskContext {
-                caps,
-                ..AskContext::default()
-            },
+            None => AskContext { caps, ..AskContext::default() },
         });
         let (round, fid, flow_exp) = match &prev {
             Some(b) => (b.round, b.fid, b.flow_exp),
             None => (0, random_bytes::<16>(), now + cfg.flow_ttl.as_secs()),
         };
-        let continuation = prev
-            .as_ref()
-            .filter(|b| !b.app.is_empty())
-            .map(|b| b.app.clone());
+        let continuation = prev.as_ref().filter(|b| !b.app.is_empty()).map(|b| b.app.clone());
         let method = a.method.clone();
         let cx = CallContext {
             server: self.clone(),
@@ -646,36 +563,16 @@ impl Server {
                     m,
                     round: next_round,
                     once: false,
-                    expect: p
-                        .requests
-                        .iter()
-                        .map(|r| Expect {
-                            key: r.key.clone(),
-                            kind: r.kind.code(),
-                            rdig: r.rdig,
-                        })
-                        .collect(),
+                    expect: p.requests.iter().map(|r| Expect { key: r.key.clone(), kind: r.kind.code(), rdig: r.rdig }).collect(),
                     done: ask_cx.carried(),
                     app,
                 };
-                let carried: usize = body
-                    .done
-                    .iter()
-                    .map(|d| d.answer.len() + d.key.len())
-                    .sum::<usize>()
-                    + body.app.len();
+                let carried: usize = body.done.iter().map(|d| d.answer.len() + d.key.len()).sum::<usize>() + body.app.len();
                 if carried > MAX_CONTINUATION {
-                    return Err(McpError::Internal(
-                        "the state to carry exceeds its size cap".into(),
-                    ));
+                    return Err(McpError::Internal("the state to carry exceeds its size cap".into()));
                 }
                 let expires_at = (now + ttl.as_secs()).min(flow_exp.max(now));
-                let claims = Claims {
-                    issued_at: now,
-                    expires_at,
-                    binding: bind,
-                    body,
-                };
+                let claims = Claims { issued_at: now, expires_at, binding: bind, body };
                 let token = self
                     .inner
                     .keys
@@ -687,18 +584,8 @@ impl Server {
         }
     }
 
-    fn open_state(
-        &self,
-        token: &str,
-        bind: &tern_seal::Binding,
-        now: u64,
-        m: u8,
-        ceiling: u8,
-    ) -> Result<StateBody, McpError> {
-        let policy = OpenPolicy {
-            skew_secs: self.inner.config.skew.as_secs(),
-            max_ttl_secs: 3600,
-        };
+    fn open_state(&self, token: &str, bind: &tern_seal::Binding, now: u64, m: u8, ceiling: u8) -> Result<StateBody, McpError> {
+        let policy = OpenPolicy { skew_secs: self.inner.config.skew.as_secs(), max_ttl_secs: 3600 };
         let opened = self
             .inner
             .keys
@@ -738,16 +625,8 @@ impl Server {
     ) -> Result<(Arc<dyn ErasedHandler>, RouteLimits, HashMap<String, String>), McpError> {
         match a.method.as_str() {
             "tools/call" => {
-                let name = a
-                    .params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
-                let tool = reg
-                    .tools
-                    .iter()
-                    .find(|t| t.name == name)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+                let name = a.params.get("name").and_then(Value::as_str).ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
+                let tool = reg.tools.iter().find(|t| t.name == name).ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
                 let args = match a.params.get("arguments") {
                     None | Some(Value::Null) => None,
                     Some(Value::Object(m)) => Some(m),
@@ -760,31 +639,18 @@ impl Server {
                 Ok((tool.handler.clone(), tool.limits, HashMap::new()))
             }
             "prompts/get" => {
-                let name = a
-                    .params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
-                let prompt =
-                    reg.prompts.iter().find(|p| p.name == name).ok_or_else(|| {
-                        McpError::invalid_params(format!("Unknown prompt: {name}"))
-                    })?;
+                let name = a.params.get("name").and_then(Value::as_str).ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
+                let prompt = reg.prompts.iter().find(|p| p.name == name).ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
                 let args = a.params.get("arguments").and_then(Value::as_object);
                 for req in &prompt.required_args {
                     if !args.is_some_and(|m| m.get(req).is_some_and(Value::is_string)) {
-                        return Err(McpError::invalid_params(format!(
-                            "Missing required argument: {req}"
-                        )));
+                        return Err(McpError::invalid_params(format!("Missing required argument: {req}")));
                     }
                 }
                 Ok((prompt.handler.clone(), prompt.limits, HashMap::new()))
             }
             _ => {
-                let uri = a
-                    .params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| McpError::invalid_params("params.uri must be a string"))?;
+                let uri = a.params.get("uri").and_then(Value::as_str).ok_or_else(|| McpError::invalid_params("params.uri must be a string"))?;
                 if let Some(r) = reg.resources.iter().find(|r| r.uri == uri) {
                     return Ok((r.handler.clone(), r.limits, HashMap::new()));
                 }
@@ -794,30 +660,20 @@ impl Server {
                     }
                 }
                 // RES-S2.
-                Err(McpError::InvalidParams {
-                    message: format!("Resource not found: {uri}"),
-                    data: Some(json!({"uri": uri})),
-                })
+                Err(McpError::InvalidParams { message: format!("Resource not found: {uri}"), data: Some(json!({"uri": uri})) })
             }
         }
     }
 }
 
 fn requests_map(p: &Pending) -> Option<Map<String, Value>> {
-    let m: Map<String, Value> = p
-        .requests
-        .iter()
-        .map(|r| (r.key.clone(), r.request.clone()))
-        .collect();
+    let m: Map<String, Value> = p.requests.iter().map(|r| (r.key.clone(), r.request.clone())).collect();
     (!m.is_empty()).then_some(m)
 }
 
 /// SECURITY.md §3.8: `inputResponses` must be an object, bounded in entries
 /// and bytes; MRTR-E-A2: anything else is -32602.
-fn check_input_responses(
-    params: &Map<String, Value>,
-    cfg: &Config,
-) -> Result<Map<String, Value>, McpError> {
+fn check_input_responses(params: &Map<String, Value>, cfg: &Config) -> Result<Map<String, Value>, McpError> {
     match params.get("inputResponses") {
         None => Ok(Map::new()),
         Some(Value::Object(m)) => {
@@ -840,15 +696,8 @@ fn check_input_responses(
 /// HTTP-XMH-S5: every annotated argument with a value needs its header,
 /// equal after decoding; a header for a null or absent value is a mismatch
 /// too (DIGEST §11 A14).
-fn check_param_headers(
-    tool: &ToolDef,
-    args: Option<&Map<String, Value>>,
-    h: &McpHeaders,
-) -> Result<(), McpError> {
-    let mismatch = |message: String| McpError::HeaderMismatch {
-        message,
-        supported: None,
-    };
+fn check_param_headers(tool: &ToolDef, args: Option<&Map<String, Value>>, h: &McpHeaders) -> Result<(), McpError> {
+    let mismatch = |message: String| McpError::HeaderMismatch { message, supported: None };
     for (header, path) in &tool.header_params {
         let mut v = args.map(|m| Value::Object(m.clone()));
         for seg in path {
@@ -857,21 +706,12 @@ fn check_param_headers(
         let value = v.filter(|x| !x.is_null());
         match (h.param(header), value) {
             (None, None) => {}
-            (Some(_), None) => {
-                return Err(mismatch(format!(
-                    "Mcp-Param-{header} sent for an absent argument"
-                )));
-            }
-            (None, Some(_)) => {
-                return Err(mismatch(format!("Mcp-Param-{header} header is required")));
-            }
+            (Some(_), None) => return Err(mismatch(format!("Mcp-Param-{header} sent for an absent argument"))),
+            (None, Some(_)) => return Err(mismatch(format!("Mcp-Param-{header} header is required"))),
             (Some(raw), Some(body)) => {
-                let decoded = decode_header_value(raw)
-                    .map_err(|e| mismatch(format!("Mcp-Param-{header}: {e}")))?;
+                let decoded = decode_header_value(raw).map_err(|e| mismatch(format!("Mcp-Param-{header}: {e}")))?;
                 if !header_matches(&decoded, &body) {
-                    return Err(mismatch(format!(
-                        "Mcp-Param-{header} header does not match the argument"
-                    )));
+                    return Err(mismatch(format!("Mcp-Param-{header} header does not match the argument")));
                 }
             }
         }
@@ -890,12 +730,7 @@ fn decode_cursor(c: &str) -> Option<usize> {
 impl ServerBuilder {
     /// Registers a tool with a name, a description and a handler.
     #[must_use]
-    pub fn tool<H: Handler<A>, A: 'static>(
-        self,
-        name: &str,
-        description: &str,
-        handler: H,
-    ) -> Self {
+    pub fn tool<H: Handler<A>, A: 'static>(self, name: &str, description: &str, handler: H) -> Self {
         self.tool_def(ToolDef::new(name, description, handler))
     }
 
@@ -976,10 +811,7 @@ impl ServerBuilder {
     /// Installs the authorization hook, run on every request and every
     /// round with the current principal (SECURITY.md §3.7).
     #[must_use]
-    pub fn authorize(
-        mut self,
-        f: impl Fn(&Principal, &Accepted) -> Result<(), McpError> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn authorize(mut self, f: impl Fn(&Principal, &Accepted) -> Result<(), McpError> + Send + Sync + 'static) -> Self {
         self.authorize = Some(Arc::new(f));
         self
     }
@@ -997,23 +829,16 @@ impl ServerBuilder {
             return Err(BuildError("max_rounds must be at least 1".into()));
         }
         if self.config.state_ttl > Duration::from_secs(3600) || self.config.state_ttl.is_zero() {
-            return Err(BuildError(
-                "state_ttl must be between 1 s and 3600 s (SECURITY.md §3.4)".into(),
-            ));
+            return Err(BuildError("state_ttl must be between 1 s and 3600 s (SECURITY.md §3.4)".into()));
         }
         let keys = match self.keys {
             Some(k) => k,
-            None => {
-                KeyRing::ephemeral().map_err(|e| BuildError(format!("cannot make a key: {e}")))?
-            }
+            None => KeyRing::ephemeral().map_err(|e| BuildError(format!("cannot make a key: {e}")))?,
         };
         let resource_id = self.resource_id.unwrap_or_else(|| {
             // A random deployment id: states from any other process never
             // open here.
-            random_bytes::<16>()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect()
+            random_bytes::<16>().iter().map(|b| format!("{b:02x}")).collect()
         });
         let (changes, _) = broadcast::channel(64);
         let info = serde_json::to_value(&self.info).map_err(|e| BuildError(e.to_string()))?;
@@ -1030,10 +855,7 @@ impl ServerBuilder {
                 authorize: self.authorize,
                 app_state: self.app_state,
                 metrics: Metrics::default(),
-                supported: tern_proto::SUPPORTED_VERSIONS
-                    .iter()
-                    .map(|s| (*s).to_owned())
-                    .collect(),
+                supported: tern_proto::SUPPORTED_VERSIONS.iter().map(|s| (*s).to_owned()).collect(),
             }),
         })
     }

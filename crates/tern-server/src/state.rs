@@ -56,14 +56,9 @@ pub(crate) fn method_code(method: &str) -> u8 {
 /// tools and prompts (absent arguments count as `{}`), `{m, uri}` for
 /// resources. `_meta`, `inputResponses` and `requestState` are excluded
 /// (SECURITY.md §3.4).
-pub(crate) fn params_digest(
-    method: &str,
-    params: &Map<String, Value>,
-) -> Result<[u8; 32], McpError> {
+pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> Result<[u8; 32], McpError> {
     let salient = match method {
-        "resources/read" => {
-            json!({"m": method, "uri": params.get("uri").cloned().unwrap_or(Value::Null)})
-        }
+        "resources/read" => json!({"m": method, "uri": params.get("uri").cloned().unwrap_or(Value::Null)}),
         _ => json!({
             "m": method,
             "name": params.get("name").cloned().unwrap_or(Value::Null),
@@ -97,49 +92,26 @@ mod tests {
     #[test]
     fn digest_ignores_meta_and_mrtr_fields() {
         let a: Map<String, Value> = serde_json::from_value(json!({
-            "name": "t", "arguments": {"b": 1, "a": 2.0}, "_meta": {"x": 1}}))
-        .unwrap();
+            "name": "t", "arguments": {"b": 1, "a": 2.0}, "_meta": {"x": 1}})).unwrap();
         let b: Map<String, Value> = serde_json::from_value(json!({
-            "name": "t", "arguments": {"a": 2, "b": 1}, "requestState": "s", "inputResponses": {}}))
-        .unwrap();
-        assert_eq!(
-            params_digest("tools/call", &a).unwrap(),
-            params_digest("tools/call", &b).unwrap()
-        );
-        let c: Map<String, Value> =
-            serde_json::from_value(json!({"name": "t", "arguments": {"a": 3, "b": 1}})).unwrap();
-        assert_ne!(
-            params_digest("tools/call", &a).unwrap(),
-            params_digest("tools/call", &c).unwrap()
-        );
+            "name": "t", "arguments": {"a": 2, "b": 1}, "requestState": "s", "inputResponses": {}})).unwrap();
+        assert_eq!(params_digest("tools/call", &a).unwrap(), params_digest("tools/call", &b).unwrap());
+        let c: Map<String, Value> = serde_json::from_value(json!({"name": "t", "arguments": {"a": 3, "b": 1}})).unwrap();
+        assert_ne!(params_digest("tools/call", &a).unwrap(), params_digest("tools/call", &c).unwrap());
         // Missing arguments count as {}.
         let d: Map<String, Value> = serde_json::from_value(json!({"name": "t"})).unwrap();
-        let e: Map<String, Value> =
-            serde_json::from_value(json!({"name": "t", "arguments": {}})).unwrap();
-        assert_eq!(
-            params_digest("tools/call", &d).unwrap(),
-            params_digest("tools/call", &e).unwrap()
-        );
+        let e: Map<String, Value> = serde_json::from_value(json!({"name": "t", "arguments": {}})).unwrap();
+        assert_eq!(params_digest("tools/call", &d).unwrap(), params_digest("tools/call", &e).unwrap());
         // Same params, other method: different digest.
-        assert_ne!(
-            params_digest("prompts/get", &d).unwrap(),
-            params_digest("tools/call", &d).unwrap()
-        );
+        assert_ne!(params_digest("prompts/get", &d).unwrap(), params_digest("tools/call", &d).unwrap());
     }
 
     #[test]
     fn principals_fingerprint_apart() {
-        let a = Principal::Static {
-            secret_id: "a".into(),
-        };
-        let b = Principal::Static {
-            secret_id: "b".into(),
-        };
+        let a = Principal::Static { secret_id: "a".into() };
+        let b = Principal::Static { secret_id: "b".into() };
         assert_ne!(principal_fingerprint(&a), principal_fingerprint(&b));
-        assert_ne!(
-            principal_fingerprint(&Principal::Anonymous),
-            principal_fingerprint(&a)
-        );
+        assert_ne!(principal_fingerprint(&Principal::Anonymous), principal_fingerprint(&a));
         assert_eq!(principal_fingerprint(&a), principal_fingerprint(&a.clone()));
     }
 }
