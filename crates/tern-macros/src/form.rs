@@ -63,53 +63,77 @@ fn misuse(span: Span, key: &str, applies_to: &str) -> syn::Error {
 /// of the type makes the shape known.
 fn check_applicable(a: &FieldAttrs, shape: Shape) -> syn::Result<()> {
     use Shape::*;
-    let string_keys = [
-        ("min_length", a.min_length.as_ref().map(|s| s.span)),
-        ("max_length", a.max_length.as_ref().map(|s| s.span)),
-        ("format", a.format.as_ref().map(|s| s.span)),
+    // (key, where it was written, the shapes it cannot apply to, what it fits)
+    let rules = [
+        (
+            "min_length",
+            (a.min_length.as_ref().map(|s| s.span)),
+            [Int, Num, Bool, Multi],
+            "string",
+        ),
+        (
+            "max_length",
+            (a.max_length.as_ref().map(|s| s.span)),
+            [Int, Num, Bool, Multi],
+            "string",
+        ),
+        (
+            "format",
+            (a.format.as_ref().map(|s| s.span)),
+            [Int, Num, Bool, Multi],
+            "string",
+        ),
+        (
+            "minimum",
+            (a.minimum.as_ref().map(|s| s.span)),
+            [Str, Bool, Multi, Multi],
+            "number and integer",
+        ),
+        (
+            "maximum",
+            (a.maximum.as_ref().map(|s| s.span)),
+            [Str, Bool, Multi, Multi],
+            "number and integer",
+        ),
+        (
+            "min_items",
+            (a.min_items.as_ref().map(|s| s.span)),
+            [Str, Int, Num, Bool],
+            "multi-select (Vec)",
+        ),
+        (
+            "max_items",
+            (a.max_items.as_ref().map(|s| s.span)),
+            [Str, Int, Num, Bool],
+            "multi-select (Vec)",
+        ),
     ];
-    if matches!(shape, Int | Num | Bool | Multi) {
-        if let Some((key, Some(span))) = string_keys.iter().find(|(_, s)| s.is_some()) {
-            return Err(misuse(*span, key, "string"));
-        }
-    }
-    let number_keys = [
-        ("minimum", a.minimum.as_ref().map(|s| s.span)),
-        ("maximum", a.maximum.as_ref().map(|s| s.span)),
-    ];
-    if matches!(shape, Str | Bool | Multi) {
-        if let Some((key, Some(span))) = number_keys.iter().find(|(_, s)| s.is_some()) {
-            return Err(misuse(*span, key, "number and integer"));
-        }
-    }
-    let item_keys = [
-        ("min_items", a.min_items.as_ref().map(|s| s.span)),
-        ("max_items", a.max_items.as_ref().map(|s| s.span)),
-    ];
-    if matches!(shape, Str | Int | Num | Bool) {
-        if let Some((key, Some(span))) = item_keys.iter().find(|(_, s)| s.is_some()) {
-            return Err(misuse(*span, key, "multi-select (Vec)"));
+    for (key, at, refused, fits) in rules {
+        if let Some(at) = at
+            && refused.contains(&shape)
+        {
+            return Err(misuse(at, key, fits));
         }
     }
     if let Some(d) = &a.default {
-        let fits = match (shape, &d.value) {
-            (Unknown, _) => true,
-            (Str, DefaultValue::Str(_)) => true,
-            (Int, DefaultValue::Num(attr::Num::Int(_))) => true,
-            (Num, DefaultValue::Num(_)) => true,
-            (Bool, DefaultValue::Bool(_)) => true,
-            (Multi, DefaultValue::List(_)) => true,
-            _ => false,
+        let fits = matches!(
+            (shape, &d.value),
+            (Unknown, _)
+                | (Str, DefaultValue::Str(_))
+                | (Int, DefaultValue::Num(attr::Num::Int(_)))
+                | (Num, DefaultValue::Num(_))
+                | (Bool, DefaultValue::Bool(_))
+                | (Multi, DefaultValue::List(_))
+        );
+        let want = match shape {
+            Str => "a string",
+            Int => "an integer",
+            Num => "a number",
+            Bool => "a boolean",
+            Multi => "a list of strings, like [\"a\", \"b\"]",
+            Unknown => "",
         };
         if !fits {
-            let want = match shape {
-                Str => "a string",
-                Int => "an integer",
-                Num => "a number",
-                Bool => "a boolean",
-                Multi => "a list of strings, like [\"a\", \"b\"]",
-                Unknown => unreachable!("every default fits an unknown shape"),
-            };
             return Err(syn::Error::new(
                 d.span,
                 format!("the default of this field must be {want}"),
