@@ -6,8 +6,9 @@
 //! `#[derive(ElicitEnum)]` turns a fieldless enum into the options of a
 //! single- or multi-select field.
 //!
-//! Both are re-exported by `tern-server`, whose docs describe the
-//! attributes; the expansions name only `::tern_server` paths.
+//! Both are re-exported by `tern-server`. The expansions name
+//! `::tern_server` paths (and its re-exported `serde_json`), so a crate that
+//! derives them must depend on `tern-server` under that name.
 
 use proc_macro::TokenStream;
 
