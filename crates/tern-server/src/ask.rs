@@ -191,13 +191,22 @@ impl Ask {
     /// re-ask after an answer the handler cannot use (MRTR-S10). The round
     /// ceiling bounds how often this can happen.
     pub fn again<T>(&self, need: Need<T>) -> Error {
-        let mut round = Round { cx: &self.cx, missing: Vec::new(), undeclared: Vec::new() };
+        let mut round = Round {
+            cx: &self.cx,
+            missing: Vec::new(),
+            undeclared: Vec::new(),
+        };
         if let Err(e) = need.check() {
             return Error::Protocol(e);
         }
         if need.kind.declared(&self.cx.caps) {
             let rdig = request_digest(&need.request);
-            round.missing.push(Asked { key: need.key, kind: need.kind, request: need.request, rdig });
+            round.missing.push(Asked {
+                key: need.key,
+                kind: need.kind,
+                request: need.request,
+                rdig,
+            });
         } else {
             round.undeclared.push(need.kind);
         }

@@ -17,7 +17,9 @@ use tern_proto::finish::{
 };
 use tern_proto::headers::{decode_header_value, header_matches};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
-use tern_seal::{Claims, Durability, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore, random_bytes};
+use tern_seal::{
+    Claims, Durability, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore, random_bytes,
+};
 use tern_types::{CacheScope, Implementation, RequestId, meta_keys};
 use tokio::sync::broadcast;
 
@@ -1043,7 +1045,9 @@ impl ServerBuilder {
     /// that would let a replay through.
     pub fn build(self) -> Result<Server, BuildError> {
         let persistent_keys = self.keys.is_some();
-        let store: Arc<dyn ReplayStore> = self.replay.unwrap_or_else(|| Arc::new(MemoryReplayStore::new()));
+        let store: Arc<dyn ReplayStore> = self
+            .replay
+            .unwrap_or_else(|| Arc::new(MemoryReplayStore::new()));
         let durability = store.durability();
         if persistent_keys && durability == Durability::Volatile && self.single_use {
             return Err(BuildError(
@@ -1051,7 +1055,9 @@ impl ServerBuilder {
             ));
         }
         if self.instances > 1 && durability != Durability::Shared {
-            return Err(BuildError("several instances need a shared replay store (e.g. Redis)".into()));
+            return Err(BuildError(
+                "several instances need a shared replay store (e.g. Redis)".into(),
+            ));
         }
         if self.config.max_rounds == 0 {
             return Err(BuildError("max_rounds must be at least 1".into()));

@@ -36,12 +36,18 @@ impl SingleUse {
     /// Consumes `H(flow id ‖ label)`: this flow's effect named `label` runs
     /// at most once, however often its state is replayed or forked.
     pub async fn consume(&self, label: &str) -> Result<(), Error> {
-        self.take(ConsumeKey::for_flow(&self.flow_id, label), self.marker_ttl).await
+        self.take(ConsumeKey::for_flow(&self.flow_id, label), self.marker_ttl)
+            .await
     }
 
     /// Consumes a business key (for example a redemption code) for `ttl`:
     /// at most once across every flow and instance sharing the store.
-    pub async fn consume_key(&self, namespace: &str, key: &str, ttl: Duration) -> Result<(), Error> {
+    pub async fn consume_key(
+        &self,
+        namespace: &str,
+        key: &str,
+        ttl: Duration,
+    ) -> Result<(), Error> {
         self.take(ConsumeKey::business(namespace, key), ttl).await
     }
 
