@@ -542,7 +542,6 @@ async fn run_request(server: Server, inbound: Inbound, out: mpsc::Sender<Bytes>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt as _;
 
     async fn lines_of(input: &[u8], max: usize) -> Vec<Line> {
         let (mut a, b) = tokio::io::duplex(7);
