@@ -112,8 +112,15 @@ pub enum RedisConnectError {
 /// run AOF, NTP and `noeviction`.
 ///
 /// Commands go through one multiplexed [`ConnectionManager`], which
-/// reconnects in the background; while it is down, `consume` fails closed.
-/// Clones share the connection.
+/// reconnects in the background. Clones share the connection.
+///
+/// The mistakes, priced: a replay wrongly accepted repeats an irreversible
+/// effect, and here it can only come from a marker Redis lost (eviction, a
+/// restart without AOF, a failover, a clock jump). A retry wrongly refused
+/// costs one flow restart, so every doubt resolves that way: while Redis is
+/// down, slow or out of memory, `consume` returns a [`StoreError`] and the
+/// caller fails closed. After [`StoreError::Timeout`] the `SET` may still
+/// have landed, so the next attempt may see `AlreadyUsed` (at most once).
 #[derive(Clone)]
 pub struct RedisReplayStore {
     manager: ConnectionManager,

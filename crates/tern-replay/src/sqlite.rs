@@ -52,14 +52,14 @@ const PURGE: &str = "DELETE FROM markers WHERE exp < ?1";
 #[non_exhaustive]
 pub enum Synchronous {
     /// Every commit reaches the disk before `consume` answers, so a marker
-    /// survives a power cut. The default (SECURITY.md §3.9): about 259 µs
-    /// p50 on the reference machine.
+    /// survives a power cut. The default (SECURITY.md §3.9); each consume
+    /// costs one fsync of the WAL, so its latency is the disk's.
     #[default]
     Full,
     /// A commit survives a crash of the process but may be lost on a power
     /// cut, and with it the markers of the last moments: a replay of those
-    /// flows would then be accepted. About 14 µs p50; opt in only if that
-    /// risk is accepted.
+    /// flows would then be accepted. No fsync per consume (tens of µs);
+    /// opt in only if that risk is accepted.
     Normal,
 }
 
@@ -177,9 +177,16 @@ pub enum SqliteOpenError {
 /// NTP with slewing.
 ///
 /// Each handle serialises its own calls on one connection; open several
-/// handles for parallel callers. An error from `consume` means the key was
-/// not recorded, except [`StoreError::Timeout`], after which the write may
-/// still land: either way the caller fails closed.
+/// handles for parallel callers.
+///
+/// The mistakes, priced: a replay wrongly accepted repeats an irreversible
+/// effect, and here it can only come from a lost marker (a power cut under
+/// [`Synchronous::Normal`], a deleted or shared-across-hosts file, a wall
+/// clock stepped forward). A retry wrongly refused costs one flow restart,
+/// so every doubt resolves that way: an error from `consume` means fail
+/// closed. The key was not recorded, except after [`StoreError::Timeout`] or
+/// a dropped `consume` future, when the write may still land and the next
+/// attempt sees `AlreadyUsed` (at most once).
 pub struct SqliteReplayStore {
     jobs: mpsc::Sender<Job>,
     path: PathBuf,
