@@ -2,6 +2,50 @@
 //!
 //! [`tern_seal::ReplayStore`] is the contract: an atomic insert-if-absent that
 //! answers *first use* or *already used*. This crate holds the backends that
-//! talk to a database: SQLite (the embedded default for one host) and Redis
-//! (shared by many instances). Both fail closed: a store that is down never
-//! lets an irreversible effect through (SECURITY.md §3.9).
+//! talk to a database, and the startup guards that refuse a store too weak
+//! for the deployment (SECURITY.md §3.9):
+//!
+//! - [`SqliteReplayStore`]: the embedded default for one host. WAL mode,
+//!   `synchronous=FULL`, a file with mode 0600; it survives restarts and is
+//!   shared by every process on the host.
+//! - [`RedisReplayStore`]: shared by many instances, through
+//!   `SET mrtr:v1:<hex> 1 NX PX <ttl>`; refuses a server that may evict keys.
+//! - [`check_deployment`]: the startup guards.
+//!
+//! A wrongly accepted replay repeats an irreversible effect (a second
+//! payment); a wrongly refused retry only makes a client restart its flow.
+//! So both backends fail closed: a store that is down, slow or full returns
+//! a [`tern_seal::StoreError`], never [`tern_seal::Consumed::FirstUse`], and
+//! there is no fallback to another store.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use tern_replay::{SqliteOptions, SqliteReplayStore};
+//! use tern_seal::{ConsumeKey, Consumed, ReplayStore};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = SqliteReplayStore::open("/var/lib/tern/replay.db", SqliteOptions::default())?;
+//! // The marker TTL is a constant: longest state TTL + skew + margin.
+//! let ttl = Duration::from_secs(600 + 30 + 60);
+//! let key = ConsumeKey::for_flow(&[7; 16], "pay");
+//! if store.consume(key, ttl).await? == Consumed::FirstUse {
+//!     // The irreversible effect goes here, at most once.
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod guard;
+mod redis_store;
+mod sqlite;
+
+// The public surface, one name per type.
+pub use guard::{Deployment, GuardError, check_deployment};
+pub use redis_store::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RedisConnectError, RedisOptions,
+    RedisReplayStore,
+};
+pub use sqlite::{
+    DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, SqliteOpenError,
+    SqliteOptions, SqliteReplayStore, Synchronous,
+};

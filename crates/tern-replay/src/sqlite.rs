@@ -1,0 +1,448 @@
+//! The embedded default for one host: SQLite in WAL mode (SECURITY.md §3.9,
+//! defaults).
+//!
+//! One marker is one row `(id BLOB PRIMARY KEY, exp INTEGER)`, `exp` in Unix
+//! milliseconds. `consume` is a single upsert that inserts a new marker or
+//! revives an expired one, and reports first use exactly when it changed a
+//! row: the primary key makes it atomic across every connection and process
+//! on the file. Each store handle owns one connection on a worker thread of
+//! its own, so async callers never block on the disk.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, params};
+use tern_seal::{BoxFuture, ConsumeKey, Consumed, Durability, ReplayStore, StoreError};
+use tokio::sync::oneshot;
+
+/// Default wait for the database's write lock before `consume` gives up with
+/// [`StoreError::Timeout`].
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Default spacing of purges of expired markers (SECURITY.md §3.9: once a
+/// minute).
+pub const DEFAULT_PURGE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Default grace kept past a marker's expiry before a purge deletes it: the
+/// maximum clock skew of SECURITY.md §3.3.
+pub const DEFAULT_PURGE_SKEW: Duration = Duration::from_secs(30);
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS markers (
+    id BLOB PRIMARY KEY NOT NULL,
+    exp INTEGER NOT NULL
+) WITHOUT ROWID";
+
+/// Inserts a marker, or revives one whose expiry has passed; changes exactly
+/// one row on first use and none while a live marker exists. An expired
+/// marker must count as first use, or a key could never be reused after its
+/// TTL even though the contract promises only "at least `ttl`".
+const CONSUME: &str = "INSERT INTO markers (id, exp) VALUES (?1, ?2)
+    ON CONFLICT(id) DO UPDATE SET exp = excluded.exp WHERE markers.exp <= ?3";
+
+const PURGE: &str = "DELETE FROM markers WHERE exp < ?1";
+
+/// How hard SQLite pushes each commit to the disk (`PRAGMA synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// Every commit reaches the disk before `consume` answers, so a marker
+    /// survives a power cut. The default (SECURITY.md §3.9); each consume
+    /// costs one fsync of the WAL, so its latency is the disk's.
+    #[default]
+    Full,
+    /// A commit survives a crash of the process but may be lost on a power
+    /// cut, and with it the markers of the last moments: a replay of those
+    /// flows would then be accepted. No fsync per consume (tens of µs);
+    /// opt in only if that risk is accepted.
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+/// Settings of [`SqliteReplayStore::open`]; [`Default`] is the safe choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// Commit durability; [`Synchronous::Full`] unless opted out.
+    pub synchronous: Synchronous,
+    /// How long `consume` waits for another writer before it fails closed
+    /// with [`StoreError::Timeout`]. Too short refuses good requests under
+    /// load; too long holds them.
+    pub busy_timeout: Duration,
+    /// Least time between two purges of expired markers. Purges run from
+    /// `consume`, after its own write, so no background task is needed.
+    pub purge_interval: Duration,
+    /// How long past its expiry a marker is kept before a purge deletes it.
+    /// Expired markers count as unused either way; the grace means a wall
+    /// clock stepped back by up to the skew still finds them live.
+    pub purge_skew: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            synchronous: Synchronous::Full,
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            purge_interval: DEFAULT_PURGE_INTERVAL,
+            purge_skew: DEFAULT_PURGE_SKEW,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// Sets [`SqliteOptions::synchronous`].
+    #[must_use]
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets [`SqliteOptions::busy_timeout`].
+    #[must_use]
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets [`SqliteOptions::purge_interval`].
+    #[must_use]
+    pub fn purge_interval(mut self, interval: Duration) -> Self {
+        self.purge_interval = interval;
+        self
+    }
+
+    /// Sets [`SqliteOptions::purge_skew`].
+    #[must_use]
+    pub fn purge_skew(mut self, skew: Duration) -> Self {
+        self.purge_skew = skew;
+        self
+    }
+}
+
+/// Why [`SqliteReplayStore::open`] refused: the process must not start with
+/// this store (SECURITY.md §3.9, failure policy).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqliteOpenError {
+    /// The file could not be created or opened.
+    #[error("cannot open replay store {path}: {source}")]
+    Io {
+        /// The database file.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The file is writable by group or others, who could delete markers and
+    /// so reopen a replay window.
+    #[error("replay store {path} has mode {mode:o}; it must not be writable by group or others")]
+    Permissions {
+        /// The database file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// SQLite refused the file, the settings or the schema.
+    #[error("replay store {path}: {reason}")]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        reason: String,
+    },
+}
+
+/// A replay store in one SQLite file, shared by every process on the host
+/// (SECURITY.md §3.9).
+///
+/// [`Durability::LocalDurable`]: markers survive restarts (and, with
+/// [`Synchronous::Full`], power cuts), and any number of processes may open
+/// the same file at once, which rolling restarts and prefork servers need.
+/// It cannot be shared across hosts: WAL mode needs shared memory.
+///
+/// Time is the host's wall clock, in Unix milliseconds, because markers must
+/// outlive the process. A clock stepped forward shortens live markers; run
+/// NTP with slewing.
+///
+/// Each handle serialises its own calls on one connection; open several
+/// handles for parallel callers.
+///
+/// The mistakes, priced: a replay wrongly accepted repeats an irreversible
+/// effect, and here it can only come from a lost marker (a power cut under
+/// [`Synchronous::Normal`], a deleted or shared-across-hosts file, a wall
+/// clock stepped forward). A retry wrongly refused costs one flow restart,
+/// so every doubt resolves that way: an error from `consume` means fail
+/// closed. The key was not recorded, except after [`StoreError::Timeout`] or
+/// a dropped `consume` future, when the write may still land and the next
+/// attempt sees `AlreadyUsed` (at most once).
+pub struct SqliteReplayStore {
+    jobs: mpsc::Sender<Job>,
+    path: PathBuf,
+    synchronous: Synchronous,
+}
+
+struct Job {
+    key: ConsumeKey,
+    ttl: Duration,
+    reply: oneshot::Sender<Result<Consumed, StoreError>>,
+}
+
+impl SqliteReplayStore {
+    /// Opens (creating with mode 0600 if needed) the store at `path`, in WAL
+    /// mode with the chosen durability, and starts its worker thread.
+    ///
+    /// This blocks on the disk; call it at startup.
+    pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, SqliteOpenError> {
+        let path = path.as_ref().to_path_buf();
+        let file = create_private(&path)?;
+        check_mode(&path, &file)?;
+        drop(file);
+        let conn = configure(&path, &options).map_err(|e| SqliteOpenError::Database {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let (jobs, queue) = mpsc::channel();
+        let mut worker = Worker {
+            conn,
+            purge_interval_ms: millis(options.purge_interval),
+            purge_skew_ms: millis(options.purge_skew),
+            last_purge_ms: None,
+        };
+        thread::Builder::new()
+            .name("tern-replay-sqlite".into())
+            .spawn(move || worker.run(&queue))
+            .map_err(|source| SqliteOpenError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(Self {
+            jobs,
+            path,
+            synchronous: options.synchronous,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The commit durability this store was opened with.
+    pub fn synchronous(&self) -> Synchronous {
+        self.synchronous
+    }
+}
+
+impl fmt::Debug for SqliteReplayStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteReplayStore")
+            .field("path", &self.path)
+            .field("synchronous", &self.synchronous)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReplayStore for SqliteReplayStore {
+    fn consume(
+        &self,
+        key: ConsumeKey,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<Consumed, StoreError>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            // A worker that is gone (it panicked) cannot record anything:
+            // fail closed rather than guess.
+            self.jobs
+                .send(Job { key, ttl, reply })
+                .map_err(|_| StoreError::Unavailable("sqlite worker stopped".into()))?;
+            answer
+                .await
+                .map_err(|_| StoreError::Unavailable("sqlite worker stopped".into()))?
+        })
+    }
+
+    fn durability(&self) -> Durability {
+        Durability::LocalDurable
+    }
+}
+
+/// Creates the file owner-only before SQLite sees it, so there is no moment
+/// when it exists with the umask's wider mode. SQLite gives its `-wal` and
+/// `-shm` files the main file's mode.
+fn create_private(path: &Path) -> Result<File, SqliteOpenError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| SqliteOpenError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Refuses an existing file that others may write: whoever can delete a
+/// marker can replay its flow.
+fn check_mode(path: &Path, file: &File) -> Result<(), SqliteOpenError> {
+    let meta = file.metadata().map_err(|source| SqliteOpenError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(SqliteOpenError::Permissions {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+fn configure(path: &Path, options: &SqliteOptions) -> rusqlite::Result<Connection> {
+    // The file exists already (created above with mode 0600); not asking
+    // SQLite to create it keeps a race from handing it a different file.
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(options.busy_timeout)?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        // Without WAL, readers and the writer block each other and the
+        // measured figures of SECURITY.md §3.9 do not hold.
+        return Err(rusqlite::Error::InvalidParameterName(format!(
+            "journal_mode stayed {mode}, WAL is required"
+        )));
+    }
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+/// The connection and purge bookkeeping, owned by the worker thread.
+struct Worker {
+    conn: Connection,
+    purge_interval_ms: i64,
+    purge_skew_ms: i64,
+    last_purge_ms: Option<i64>,
+}
+
+impl Worker {
+    /// Serves jobs until every handle to the store is dropped.
+    fn run(&mut self, queue: &mpsc::Receiver<Job>) {
+        while let Ok(job) = queue.recv() {
+            let answer = self.consume(&job.key, job.ttl);
+            // The caller may have given up waiting; its loss.
+            let _ = job.reply.send(answer);
+        }
+    }
+
+    fn consume(&mut self, key: &ConsumeKey, ttl: Duration) -> Result<Consumed, StoreError> {
+        let now = unix_millis()?;
+        let exp = now.saturating_add(millis(ttl));
+        let changed = self
+            .conn
+            .prepare_cached(CONSUME)
+            .and_then(|mut stmt| stmt.execute(params![&key.as_bytes()[..], exp, now]))
+            .map_err(store_error)?;
+        self.maybe_purge(now);
+        Ok(if changed == 1 {
+            Consumed::FirstUse
+        } else {
+            Consumed::AlreadyUsed
+        })
+    }
+
+    /// Deletes long-expired markers, at most once per interval. Runs after
+    /// the caller's own write, and a failure is left for the next interval:
+    /// expired rows already count as unused, so a missed purge only costs
+    /// disk space.
+    fn maybe_purge(&mut self, now: i64) {
+        if self
+            .last_purge_ms
+            .is_some_and(|last| now.saturating_sub(last) < self.purge_interval_ms)
+        {
+            return;
+        }
+        self.last_purge_ms = Some(now);
+        let _ = self
+            .conn
+            .execute(PURGE, params![now.saturating_sub(self.purge_skew_ms)]);
+    }
+}
+
+/// Maps SQLite's failures onto the contract: every one fails closed.
+fn store_error(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Timeout(format!("sqlite: {e}"))
+        }
+        Some(ErrorCode::DiskFull) => StoreError::Full(format!("sqlite: {e}")),
+        _ => StoreError::Unavailable(format!("sqlite: {e}")),
+    }
+}
+
+/// Whole milliseconds, rounded up so a marker never lives shorter than asked,
+/// saturating far beyond any real TTL.
+fn millis(d: Duration) -> i64 {
+    let ms = d.as_nanos().div_ceil(1_000_000);
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// The store's own clock: Unix milliseconds. A clock before 1970 fails
+/// closed: markers written then would expire at once when it is corrected.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the replay store counts marker TTLs on its own clock (SECURITY.md §3.9)"
+)]
+fn unix_millis() -> Result<i64, StoreError> {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_err(|_| StoreError::Unavailable("system clock is before 1970".into()))?;
+    Ok(millis(since))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn millis_round_up_and_saturate() {
+        assert_eq!(millis(Duration::from_nanos(1)), 1);
+        assert_eq!(millis(Duration::from_millis(5)), 5);
+        assert_eq!(millis(Duration::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn busy_and_full_map_to_their_errors() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(matches!(store_error(busy), StoreError::Timeout(_)));
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        assert!(matches!(store_error(full), StoreError::Full(_)));
+        let io = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+            None,
+        );
+        assert!(matches!(store_error(io), StoreError::Unavailable(_)));
+    }
+}

@@ -1,0 +1,43 @@
+//! `MemoryReplayStore` passes the same suite (minus restart: it is
+//! `Volatile` by design, SECURITY.md §3.9).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tern_seal::{BoxFuture, ConsumeKey, Consumed, MemoryReplayStore, ReplayStore, StoreError};
+
+use crate::suite::Fixture;
+
+/// One in-process store; every handle shares it, as every request of one
+/// process does.
+pub(crate) struct Memory(Arc<MemoryReplayStore>);
+
+pub(crate) struct Handle(Arc<MemoryReplayStore>);
+
+impl ReplayStore for Handle {
+    fn consume(
+        &self,
+        key: ConsumeKey,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<Consumed, StoreError>> {
+        self.0.consume(key, ttl)
+    }
+
+    fn durability(&self) -> tern_seal::Durability {
+        self.0.durability()
+    }
+}
+
+impl Fixture for Memory {
+    type Store = Handle;
+
+    async fn start() -> Option<Self> {
+        Some(Self(Arc::new(MemoryReplayStore::new())))
+    }
+
+    async fn handle(&self) -> Handle {
+        Handle(Arc::clone(&self.0))
+    }
+}
+
+crate::suite::replay_suite!(Memory);

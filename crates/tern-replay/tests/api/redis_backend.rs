@@ -1,0 +1,206 @@
+//! `RedisReplayStore` against a real `redis-server` that each test starts on
+//! a free loopback port: the suite with 32 connections, restart of the
+//! client, the eviction-policy guard, and failing closed (SECURITY.md §3.9).
+//!
+//! Without `redis-server` these tests fail when `CI` is set and are skipped
+//! (with a notice) otherwise.
+
+use std::time::Duration;
+
+use tern_replay::{KEY_PREFIX, RedisConnectError, RedisOptions, RedisReplayStore};
+use tern_seal::{Consumed, Durability, ReplayStore, StoreError};
+
+use crate::redis_server::{BINARY, RedisServer, StartError, free_port};
+use crate::suite::{Fixture, TTL};
+use crate::util::fresh_key;
+
+/// Starts a server with `extra` arguments, or explains why not: a failure in
+/// CI, a skip elsewhere.
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
+fn server(extra: &[&str]) -> Option<RedisServer> {
+    match RedisServer::start(extra) {
+        Ok(server) => Some(server),
+        Err(StartError::Missing) if std::env::var_os("CI").is_none() => {
+            eprintln!(
+                "skipped: `{BINARY}` is not installed (apt-get install redis-server); CI requires it"
+            );
+            None
+        }
+        Err(StartError::Missing) => {
+            panic!("`{BINARY}` is not installed, and CI is set: install it (.ci/run does)")
+        }
+        Err(StartError::NoAnswer(why)) => panic!("`{BINARY}` did not start: {why}"),
+    }
+}
+
+async fn connect(url: &str) -> RedisReplayStore {
+    RedisReplayStore::connect(url, RedisOptions::default())
+        .await
+        .expect("the test server accepts connections")
+}
+
+/// One server; each handle is a connection of its own.
+pub(crate) struct Redis {
+    server: RedisServer,
+}
+
+impl Fixture for Redis {
+    type Store = RedisReplayStore;
+
+    async fn start() -> Option<Self> {
+        server(&[]).map(|server| Self { server })
+    }
+
+    async fn handle(&self) -> RedisReplayStore {
+        connect(&self.server.url()).await
+    }
+}
+
+crate::suite::replay_suite!(Redis);
+crate::suite::restart_suite!(Redis);
+
+#[tokio::test]
+async fn markers_are_prefixed_keys_with_the_marker_ttl() {
+    let Some(server) = server(&[]) else { return };
+    let store = connect(&server.url()).await;
+    assert_eq!(store.durability(), Durability::Shared);
+    let key = fresh_key();
+    assert_eq!(store.consume(key, TTL).await, Ok(Consumed::FirstUse));
+    let client = redis::Client::open(server.url()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connects");
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(format!("{KEY_PREFIX}{}", key.to_hex()))
+        .query_async(&mut conn)
+        .await
+        .expect("PTTL");
+    let ttl_ms = i64::try_from(TTL.as_millis()).expect("small");
+    assert!(
+        pttl > ttl_ms - 5_000 && pttl <= ttl_ms,
+        "PTTL {pttl} for a {ttl_ms} ms marker"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_may_evict_is_refused_unless_danger_is_chosen() {
+    let Some(server) = server(&["--maxmemory-policy", "allkeys-lru"]) else {
+        return;
+    };
+    let refused = RedisReplayStore::connect(&server.url(), RedisOptions::default()).await;
+    assert_eq!(
+        refused.err(),
+        Some(RedisConnectError::EvictionPolicy {
+            policy: "allkeys-lru".into()
+        })
+    );
+    let options = RedisOptions::default().danger_skip_eviction_policy_check(true);
+    let store = RedisReplayStore::connect(&server.url(), options)
+        .await
+        .expect("the operator took the risk");
+    assert_eq!(
+        store.consume(fresh_key(), TTL).await,
+        Ok(Consumed::FirstUse)
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_hides_its_policy_is_refused() {
+    let Some(server) = server(&["--rename-command", "CONFIG", ""]) else {
+        return;
+    };
+    let refused = RedisReplayStore::connect(&server.url(), RedisOptions::default()).await;
+    assert!(
+        matches!(refused, Err(RedisConnectError::PolicyUnknown(_))),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn nothing_listening_fails_closed_at_connect() {
+    let port = free_port().expect("a free port");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let refused = RedisReplayStore::connect(&url, RedisOptions::default()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(RedisConnectError::Store(
+                StoreError::Unavailable(_) | StoreError::Timeout(_)
+            ))
+        ),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_gone_after_connect_fails_closed_at_consume() {
+    let Some(mut server) = server(&[]) else {
+        return;
+    };
+    let store = connect(&server.url()).await;
+    assert_eq!(
+        store.consume(fresh_key(), TTL).await,
+        Ok(Consumed::FirstUse)
+    );
+    server.kill();
+    for _ in 0..3 {
+        let answer = store.consume(fresh_key(), TTL).await;
+        assert!(
+            matches!(
+                answer,
+                Err(StoreError::Unavailable(_) | StoreError::Timeout(_))
+            ),
+            "{answer:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_full_server_fails_closed_with_full() {
+    let Some(server) = server(&[]) else { return };
+    let store = connect(&server.url()).await;
+    let client = redis::Client::open(server.url()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connects");
+    // Below what the server already uses, so `noeviction` refuses writes.
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    let answer = store.consume(fresh_key(), TTL).await;
+    assert!(matches!(answer, Err(StoreError::Full(_))), "{answer:?}");
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out() {
+    let Some(server) = server(&["--enable-debug-command", "local"]) else {
+        return;
+    };
+    let options = RedisOptions::default().command_timeout(Duration::from_millis(100));
+    let store = RedisReplayStore::connect(&server.url(), options)
+        .await
+        .expect("connects");
+    let client = redis::Client::open(server.url()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connects");
+    // DEBUG SLEEP blocks the single-threaded server for 0.5 s.
+    let sleeper = tokio::spawn(async move {
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.5")
+            .query_async(&mut conn)
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let answer = store.consume(fresh_key(), TTL).await;
+    assert!(matches!(answer, Err(StoreError::Timeout(_))), "{answer:?}");
+    sleeper.await.expect("sleeper finishes");
+}

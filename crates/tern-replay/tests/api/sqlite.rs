@@ -1,0 +1,183 @@
+//! `SqliteReplayStore`: the suite with 32 handles on one file, restart
+//! survival, the file's mode, and failing closed (SECURITY.md §3.9).
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tern_replay::{SqliteOpenError, SqliteOptions, SqliteReplayStore, Synchronous};
+use tern_seal::{Consumed, Durability, ReplayStore, StoreError};
+
+use crate::suite::{Fixture, TTL};
+use crate::util::{TempDir, fresh_key};
+
+/// One database file in a scratch directory; each handle opens it anew.
+pub(crate) struct Sqlite<const NORMAL: bool> {
+    dir: TempDir,
+}
+
+impl<const NORMAL: bool> Sqlite<NORMAL> {
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("replay.db")
+    }
+
+    fn options() -> SqliteOptions {
+        let sync = if NORMAL {
+            Synchronous::Normal
+        } else {
+            Synchronous::Full
+        };
+        // 32 writers queue on one lock; give the last one time to commit.
+        SqliteOptions::default()
+            .synchronous(sync)
+            .busy_timeout(Duration::from_secs(10))
+    }
+}
+
+impl<const NORMAL: bool> Fixture for Sqlite<NORMAL> {
+    type Store = SqliteReplayStore;
+
+    async fn start() -> Option<Self> {
+        Some(Self {
+            dir: TempDir::new(),
+        })
+    }
+
+    async fn handle(&self) -> SqliteReplayStore {
+        SqliteReplayStore::open(self.db(), Self::options()).expect("scratch database opens")
+    }
+}
+
+mod full {
+    crate::suite::replay_suite!(super::Sqlite<false>);
+    crate::suite::restart_suite!(super::Sqlite<false>);
+}
+
+mod normal {
+    crate::suite::replay_suite!(super::Sqlite<true>);
+    crate::suite::restart_suite!(super::Sqlite<true>);
+}
+
+fn open(path: &std::path::Path) -> Result<SqliteReplayStore, SqliteOpenError> {
+    SqliteReplayStore::open(path, SqliteOptions::default())
+}
+
+#[tokio::test]
+async fn the_file_and_its_wal_are_owner_only() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let store = open(&db).expect("opens");
+    assert_eq!(store.durability(), Durability::LocalDurable);
+    assert_eq!(store.synchronous(), Synchronous::Full);
+    assert_eq!(
+        store.consume(fresh_key(), TTL).await,
+        Ok(Consumed::FirstUse)
+    );
+    for file in [db.clone(), dir.path().join("replay.db-wal")] {
+        let mode = std::fs::metadata(&file)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+}
+
+#[test]
+fn a_file_others_can_write_is_refused() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    std::fs::write(&db, b"").expect("scratch file");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    assert!(matches!(
+        open(&db),
+        Err(SqliteOpenError::Permissions { mode: 0o666, .. })
+    ));
+}
+
+#[test]
+fn an_unwritable_path_fails_at_open() {
+    // Permission bits do not stop root, so use paths no one can create.
+    let dir = TempDir::new();
+    let missing = dir.path().join("no-such-dir").join("replay.db");
+    assert!(matches!(open(&missing), Err(SqliteOpenError::Io { .. })));
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"").expect("scratch file");
+    assert!(matches!(
+        open(&file.join("replay.db")),
+        Err(SqliteOpenError::Io { .. })
+    ));
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    std::fs::write(&db, vec![0xA5; 4096]).expect("scratch file");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    assert!(matches!(open(&db), Err(SqliteOpenError::Database { .. })));
+}
+
+#[tokio::test]
+async fn a_broken_store_fails_closed_at_consume() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let store = open(&db).expect("opens");
+    Connection::open(&db)
+        .and_then(|c| c.execute_batch("DROP TABLE markers"))
+        .expect("table dropped behind the store's back");
+    let answer = store.consume(fresh_key(), TTL).await;
+    assert!(
+        matches!(answer, Err(StoreError::Unavailable(_))),
+        "{answer:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_held_write_lock_times_out_and_consumes_nothing() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(50));
+    let store = SqliteReplayStore::open(&db, options).expect("opens");
+    let holder = Connection::open(&db).expect("second connection");
+    holder
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("takes the write lock");
+    let key = fresh_key();
+    let answer = store.consume(key, TTL).await;
+    assert!(matches!(answer, Err(StoreError::Timeout(_))), "{answer:?}");
+    holder.execute_batch("ROLLBACK").expect("releases the lock");
+    assert_eq!(
+        store.consume(key, TTL).await,
+        Ok(Consumed::FirstUse),
+        "a timed-out consume that never wrote leaves the key unused"
+    );
+}
+
+#[tokio::test]
+async fn consume_purges_long_expired_markers() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default()
+        .purge_interval(Duration::ZERO)
+        .purge_skew(Duration::from_millis(50));
+    let store = SqliteReplayStore::open(&db, options).expect("opens");
+    let short = fresh_key();
+    let live = fresh_key();
+    assert_eq!(
+        store.consume(short, Duration::from_millis(1)).await,
+        Ok(Consumed::FirstUse)
+    );
+    assert_eq!(store.consume(live, TTL).await, Ok(Consumed::FirstUse));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        store.consume(fresh_key(), TTL).await,
+        Ok(Consumed::FirstUse)
+    );
+    let rows: i64 = Connection::open(&db)
+        .and_then(|c| c.query_row("SELECT count(*) FROM markers", [], |r| r.get(0)))
+        .expect("counts");
+    assert_eq!(rows, 2, "only the expired marker is gone");
+    assert_eq!(store.consume(live, TTL).await, Ok(Consumed::AlreadyUsed));
+}
