@@ -8,7 +8,11 @@
 //! the mirrored headers and decides on the JSON-RPC body.
 
 #[cfg(feature = "server")]
+mod auth;
+#[cfg(feature = "server")]
 mod server;
 
+#[cfg(feature = "server")]
+pub use auth::{AnyOf, JwtAuthenticator, JwtKeys, TokenFile};
 #[cfg(feature = "server")]
 pub use server::{Anonymous, Authenticate, HttpOptions, Refusal, router, serve, spawn};

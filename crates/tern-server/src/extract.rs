@@ -178,6 +178,27 @@ impl FromCall for Caller {
     }
 }
 
+/// The caller, who must be authenticated: an anonymous request is refused
+/// before the handler runs (SECURITY.md §3.6: with no authentication,
+/// binding adds nothing across users, so a handler that needs to know who
+/// asks says so).
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Principal);
+
+impl FromCall for Authenticated {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        if cx.principal.is_authenticated() {
+            Ok(Authenticated(cx.principal.clone()))
+        } else {
+            Err(Outcome::Error(McpError::application(
+                -31401,
+                "This operation needs an authenticated caller",
+                None,
+            )))
+        }
+    }
+}
+
 impl FromCall for Progress {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
         Ok(Progress {

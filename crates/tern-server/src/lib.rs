@@ -42,8 +42,8 @@ pub use ask::{
 };
 pub use content::{Content, PromptResult, ResourceResult, ToolResult};
 pub use extract::{
-    Args, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed, State, Uri,
-    UriParams,
+    Args, Authenticated, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed,
+    State, Uri, UriParams,
 };
 pub use form::{ElicitForm, check_form_schema};
 pub use form_field::{FormEnum, FormField};

@@ -9,4 +9,5 @@ mod api {
     mod single_use;
     mod state;
     mod support;
+    mod url;
 }

@@ -1,0 +1,366 @@
+//! Authentication for the HTTP server: who is behind a request
+//! (SECURITY.md §3.6, DIGEST §8). Every request is authenticated on its
+//! own, each MRTR round included; the principal is what sealed state binds
+//! to.
+
+use axum::http::{HeaderMap, StatusCode, header};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tern_proto::Principal;
+
+use crate::server::{Authenticate, Refusal};
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn unauthorized(error: &str) -> Refusal {
+    Refusal {
+        status: StatusCode::UNAUTHORIZED,
+        challenge: Some(format!("Bearer error=\"{error}\"")),
+    }
+}
+
+/// Static bearer tokens from a token file, for small deployments.
+///
+/// Each line is `ID TOKEN` or `ID sha256:HEX` (the SHA-256 of the token, so
+/// the file need not hold secrets); `#` starts a comment. A match gives
+/// `Principal::Static { secret_id: ID }`: the id, never the token, is bound
+/// into states.
+#[derive(Clone, Debug)]
+pub struct TokenFile {
+    digests: Vec<(String, [u8; 32])>,
+}
+
+impl TokenFile {
+    /// Parses a token file's text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut digests = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (id, secret) = line
+                .split_once(char::is_whitespace)
+                .ok_or_else(|| format!("line {}: expected `ID TOKEN`", n + 1))?;
+            let secret = secret.trim();
+            let digest = match secret.strip_prefix("sha256:") {
+                Some(hex) => {
+                    parse_hex32(hex).ok_or_else(|| format!("line {}: bad sha256 digest", n + 1))?
+                }
+                None => Sha256::digest(secret.as_bytes()).into(),
+            };
+            digests.push((id.to_owned(), digest));
+        }
+        if digests.is_empty() {
+            return Err("the token file names no tokens".into());
+        }
+        Ok(TokenFile { digests })
+    }
+}
+
+fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+impl Authenticate for TokenFile {
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        let token = bearer(headers).ok_or_else(|| Refusal {
+            status: StatusCode::UNAUTHORIZED,
+            challenge: Some("Bearer".into()),
+        })?;
+        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        // Compare every entry in full, so timing says nothing about which
+        // entry or prefix matched.
+        let mut found = None;
+        for (id, d) in &self.digests {
+            let diff = d
+                .iter()
+                .zip(presented.iter())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if diff == 0 {
+                found = Some(id.clone());
+            }
+        }
+        found
+            .map(|secret_id| Principal::Static { secret_id })
+            .ok_or_else(|| unauthorized("invalid_token"))
+    }
+}
+
+/// How JWT signatures are checked.
+#[derive(Clone)]
+pub enum JwtKeys {
+    /// A shared HS256 secret.
+    Hs256(Vec<u8>),
+    /// The keys of a JWKS document, by `kid`.
+    Jwks(JwkSet),
+}
+
+impl std::fmt::Debug for JwtKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JwtKeys::Hs256(_) => f.write_str("Hs256(..)"),
+            JwtKeys::Jwks(set) => write!(f, "Jwks({} keys)", set.keys.len()),
+        }
+    }
+}
+
+/// JWT access tokens (RFC 9068): signature, expiry, issuer and audience
+/// checked on every request (AUTH-S2). The principal is
+/// `("oauth", iss, sub, client_id, resource)` (SECURITY.md §3.6).
+#[derive(Clone, Debug)]
+pub struct JwtAuthenticator {
+    keys: JwtKeys,
+    issuer: String,
+    resource: String,
+    resource_metadata: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct AccessClaims {
+    iss: String,
+    sub: Option<String>,
+    client_id: Option<String>,
+    azp: Option<String>,
+}
+
+impl JwtAuthenticator {
+    /// Accepts tokens from `issuer` whose audience is `resource`, this
+    /// server's canonical URI (RFC 8707).
+    pub fn new(keys: JwtKeys, issuer: &str, resource: &str) -> Self {
+        JwtAuthenticator {
+            keys,
+            issuer: issuer.to_owned(),
+            resource: resource.to_owned(),
+            resource_metadata: None,
+        }
+    }
+
+    /// Parses a JWKS document.
+    pub fn jwks(json: &str) -> Result<JwtKeys, String> {
+        serde_json::from_str::<JwkSet>(json)
+            .map(JwtKeys::Jwks)
+            .map_err(|e| format!("bad JWKS: {e}"))
+    }
+
+    /// The protected-resource metadata URL named in challenges (AUTH-C4).
+    #[must_use]
+    pub fn resource_metadata(mut self, url: &str) -> Self {
+        self.resource_metadata = Some(url.to_owned());
+        self
+    }
+
+    fn refuse(&self, error: &str) -> Refusal {
+        let mut challenge = format!("Bearer error=\"{error}\"");
+        if let Some(url) = &self.resource_metadata {
+            challenge.push_str(&format!(", resource_metadata=\"{url}\""));
+        }
+        Refusal {
+            status: StatusCode::UNAUTHORIZED,
+            challenge: Some(challenge),
+        }
+    }
+
+    fn check(&self, token: &str) -> Result<AccessClaims, String> {
+        let head = decode_header(token).map_err(|e| e.to_string())?;
+        let (key, alg) = match &self.keys {
+            JwtKeys::Hs256(secret) => (
+                DecodingKey::from_secret(secret).map_err(|e| e.to_string())?,
+                Algorithm::HS256,
+            ),
+            JwtKeys::Jwks(set) => {
+                let kid = head.kid.as_deref().ok_or("token has no kid")?;
+                let jwk = set.find(kid).ok_or("unknown kid")?;
+                (
+                    DecodingKey::from_jwk(jwk).map_err(|e| e.to_string())?,
+                    head.alg,
+                )
+            }
+        };
+        if head.alg != alg {
+            return Err("unexpected algorithm".into());
+        }
+        let mut v = Validation::new(alg);
+        v.set_issuer(&[&self.issuer]);
+        v.set_audience(&[&self.resource]);
+        v.set_required_spec_claims(&["exp", "iss", "aud"]);
+        decode::<AccessClaims>(token, &key, &v)
+            .map(|d| d.claims)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Authenticate for JwtAuthenticator {
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        let Some(token) = bearer(headers) else {
+            let mut r = self.refuse("invalid_request");
+            r.challenge = r.challenge.map(|c| {
+                c.replacen(" error=\"invalid_request\",", "", 1).replacen(
+                    " error=\"invalid_request\"",
+                    "",
+                    1,
+                )
+            });
+            return Err(r);
+        };
+        let claims = self.check(token).map_err(|why| {
+            tracing::info!(reason = %why, "bearer token refused");
+            self.refuse("invalid_token")
+        })?;
+        let client_id = claims.client_id.or(claims.azp).unwrap_or_default();
+        // client_credentials tokens may have no subject: sub = client_id.
+        let subject = claims.sub.unwrap_or_else(|| client_id.clone());
+        Ok(Principal::OAuth {
+            issuer: claims.iss,
+            subject,
+            client_id,
+            resource: self.resource.clone(),
+        })
+    }
+}
+
+/// Several authenticators by scheme: the first that accepts wins; with
+/// none accepting, the first refusal is returned.
+pub struct AnyOf(pub Vec<Box<dyn Authenticate>>);
+
+impl std::fmt::Debug for AnyOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AnyOf({} authenticators)", self.0.len())
+    }
+}
+
+impl Authenticate for AnyOf {
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        let mut first = None;
+        for a in &self.0 {
+            match a.authenticate(headers) {
+                Ok(p) => return Ok(p),
+                Err(r) => {
+                    first.get_or_insert(r);
+                }
+            }
+        }
+        Err(first.unwrap_or_else(|| unauthorized("invalid_token")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use jsonwebtoken::{EncodingKey, Header, encode};
+    use serde_json::json;
+
+    fn with_bearer(token: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn token_file_matches_plain_and_hashed_entries() {
+        let digest: String = Sha256::digest(b"s3cret")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let f = TokenFile::parse(&format!("# ops\nalice token-a\nbob sha256:{digest}\n")).unwrap();
+        assert_eq!(
+            f.authenticate(&with_bearer("token-a")).unwrap(),
+            Principal::Static {
+                secret_id: "alice".into()
+            }
+        );
+        assert_eq!(
+            f.authenticate(&with_bearer("s3cret")).unwrap(),
+            Principal::Static {
+                secret_id: "bob".into()
+            }
+        );
+        let r = f.authenticate(&with_bearer("nope")).unwrap_err();
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            r.challenge.as_deref(),
+            Some("Bearer error=\"invalid_token\"")
+        );
+        assert_eq!(
+            f.authenticate(&HeaderMap::new())
+                .unwrap_err()
+                .challenge
+                .as_deref(),
+            Some("Bearer")
+        );
+        assert!(TokenFile::parse("# nothing\n").is_err());
+        assert!(TokenFile::parse("bob sha256:zz").is_err());
+    }
+
+    fn hs256(claims: serde_json::Value) -> String {
+        encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(b"0123456789abcdef0123456789abcdef").unwrap(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn jwt_gives_an_oauth_principal_and_checks_iss_aud_exp() {
+        let auth = JwtAuthenticator::new(
+            JwtKeys::Hs256(b"0123456789abcdef0123456789abcdef".to_vec()),
+            "https://as.example",
+            "https://mcp.example/mcp",
+        )
+        .resource_metadata("https://mcp.example/.well-known/oauth-protected-resource");
+        let exp = 4_000_000_000u64;
+        let good = hs256(
+            json!({"iss": "https://as.example", "aud": "https://mcp.example/mcp", "exp": exp, "sub": "u1", "client_id": "app"}),
+        );
+        assert_eq!(
+            auth.authenticate(&with_bearer(&good)).unwrap(),
+            Principal::OAuth {
+                issuer: "https://as.example".into(),
+                subject: "u1".into(),
+                client_id: "app".into(),
+                resource: "https://mcp.example/mcp".into()
+            }
+        );
+        // client_credentials: no sub, so sub = client_id.
+        let cc = hs256(
+            json!({"iss": "https://as.example", "aud": "https://mcp.example/mcp", "exp": exp, "azp": "svc"}),
+        );
+        assert!(
+            matches!(auth.authenticate(&with_bearer(&cc)).unwrap(), Principal::OAuth { subject, .. } if subject == "svc")
+        );
+        for bad in [
+            hs256(
+                json!({"iss": "https://other", "aud": "https://mcp.example/mcp", "exp": exp, "sub": "u"}),
+            ),
+            hs256(
+                json!({"iss": "https://as.example", "aud": "https://elsewhere/mcp", "exp": exp, "sub": "u"}),
+            ),
+            hs256(
+                json!({"iss": "https://as.example", "aud": "https://mcp.example/mcp", "exp": 1, "sub": "u"}),
+            ),
+            format!("{good}x"),
+        ] {
+            let r = auth.authenticate(&with_bearer(&bad)).unwrap_err();
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+            assert!(r.challenge.unwrap().contains("resource_metadata="));
+        }
+    }
+}
