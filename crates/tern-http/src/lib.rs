@@ -7,8 +7,13 @@
 //! authentication hook. With `client` it is a client transport that sends
 //! the mirrored headers and decides on the JSON-RPC body.
 
+#[cfg(feature = "client")]
+mod client;
 #[cfg(feature = "server")]
 mod server;
+
+#[cfg(feature = "client")]
+pub use client::{HttpClientOptions, HttpTransport};
 
 #[cfg(feature = "server")]
 pub use server::{Anonymous, Authenticate, HttpOptions, Refusal, router, serve, spawn};
