@@ -18,24 +18,43 @@ pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42
 /// A 44-byte silent WAV header with no samples.
 pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
 
-macro_rules! form {
-    ($name:ident { $($field:ident : $ty:ty => $schema:expr),* $(,)? } required [$($req:literal),*]) => {
-        #[derive(Debug, Deserialize)]
-        #[allow(dead_code, reason = "fields are read through Debug or not at all")]
-        struct $name { $($field: $ty),* }
-        impl ElicitForm for $name {
-            fn requested_schema() -> Value {
-                json!({"type": "object", "properties": {$(stringify!($field): $schema),*}, "required": [$($req),*]})
-            }
-        }
-    };
+/// The fixture forms. Their schemas accept the suite's canned answers
+/// (`{"name":"Alice"}`, `{"ok":true}`, `{"color":"blue"}`,
+/// `{"context":"test context"}`), so strict validation is safe (MRTR-E-A2).
+#[derive(Debug, Deserialize, ElicitForm)]
+#[form(crate = "tern::server")]
+struct NameForm {
+    /// Your name
+    name: String,
 }
 
-form!(NameForm { name: String => json!({"type": "string", "description": "Your name"}) } required ["name"]);
-form!(OkForm { ok: bool => json!({"type": "boolean", "description": "Confirm"}) } required ["ok"]);
-form!(ColorForm { color: String => json!({"type": "string", "description": "Favourite colour"}) } required ["color"]);
-form!(ContextForm { context: String => json!({"type": "string", "description": "Context"}) } required ["context"]);
-form!(MessageForm { response: String => json!({"type": "string"}) } required ["response"]);
+#[derive(Debug, Deserialize, ElicitForm)]
+#[form(crate = "tern::server")]
+struct OkForm {
+    /// Confirm
+    ok: bool,
+}
+
+#[derive(Debug, Deserialize, ElicitForm)]
+#[form(crate = "tern::server")]
+struct ColorForm {
+    /// Favourite colour
+    color: String,
+}
+
+#[derive(Debug, Deserialize, ElicitForm)]
+#[form(crate = "tern::server")]
+struct ContextForm {
+    /// Context
+    context: String,
+}
+
+#[derive(Debug, Deserialize, ElicitForm)]
+#[form(crate = "tern::server")]
+struct MessageForm {
+    /// Your response
+    response: String,
+}
 
 async fn simple_text() -> ToolResult {
     ToolResult::text("This is a simple text response for testing.")
@@ -111,7 +130,7 @@ async fn missing_capability(Capabilities(caps): Capabilities) -> Result<ToolResu
 
 async fn streaming_elicitation(ask: Ask) -> Result<ToolResult, Error> {
     let answer = ask.form::<MessageForm>("response", "Please provide a response")?;
-    Ok(ToolResult::text(format!("Received: {answer:?}")))
+    elicited_text(answer, |f| format!("Received: {}", f.response))
 }
 
 async fn logging_tool(log: Log) -> ToolResult {
@@ -252,7 +271,7 @@ struct ElicitationArgs {
 
 async fn legacy_elicitation(ask: Ask, Args(a): Args<ElicitationArgs>) -> Result<ToolResult, Error> {
     let answer = ask.form::<MessageForm>("elicitation", &a.message)?;
-    Ok(ToolResult::text(format!("{answer:?}")))
+    elicited_text(answer, |f| f.response)
 }
 
 async fn simple_prompt() -> PromptResult {

@@ -186,6 +186,36 @@ impl Ask {
         self.all(Need::form::<T>(key, message))
     }
 
+    /// Asks `need` again whatever was answered before: for a URL-mode
+    /// interaction whose out-of-band step has not finished (ELIC-10), or to
+    /// re-ask after an answer the handler cannot use (MRTR-S10). The round
+    /// ceiling bounds how often this can happen.
+    pub fn again<T>(&self, need: Need<T>) -> Error {
+        let mut round = Round {
+            cx: &self.cx,
+            missing: Vec::new(),
+            undeclared: Vec::new(),
+        };
+        if let Err(e) = need.check() {
+            return Error::Protocol(e);
+        }
+        if need.kind.declared(&self.cx.caps) {
+            let rdig = request_digest(&need.request);
+            round.missing.push(Asked {
+                key: need.key,
+                kind: need.kind,
+                request: need.request,
+                rdig,
+            });
+        } else {
+            round.undeclared.push(need.kind);
+        }
+        match round.finish() {
+            Err(e) => e,
+            Ok(()) => Error::Protocol(McpError::Internal("nothing to ask".into())),
+        }
+    }
+
     /// The client's capabilities for this request.
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.cx.caps
@@ -560,9 +590,8 @@ impl<T> Need<T> {
             }
             return Ok(None);
         }
-        if let Some(answer) = cx.find_done(&self.key, &rdig) {
-            return (self.parse)(&self.key, &self.request, &answer).map(Some);
-        }
+        // A fresh answer to the question asked last round wins over one
+        // carried from earlier rounds (a re-asked URL interaction).
         if cx.verified
             && cx.expected(&self.key, self.kind, &rdig)
             && let Some(answer) = cx.responses.get(&self.key)
@@ -570,6 +599,9 @@ impl<T> Need<T> {
             let parsed = (self.parse)(&self.key, &self.request, answer)?;
             cx.accept(&self.key, rdig, answer);
             return Ok(Some(parsed));
+        }
+        if let Some(answer) = cx.find_done(&self.key, &rdig) {
+            return (self.parse)(&self.key, &self.request, &answer).map(Some);
         }
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);

@@ -34,6 +34,7 @@ mod notify;
 mod outcome;
 mod registry;
 mod server;
+mod single_use;
 mod state;
 
 pub use ask::{
@@ -45,11 +46,14 @@ pub use extract::{
     UriParams,
 };
 pub use form::{ElicitForm, check_form_schema};
+pub use form_field::{FormEnum, FormField};
 pub use handler::{BoxFuture, Handler};
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
 pub use server::{Authorize, BuildError, Config, Metrics, Reply, Server, ServerBuilder};
+pub use single_use::SingleUse;
+pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]
 pub mod __private {
     //! Paths the derive macros expand to.

@@ -17,6 +17,10 @@ pub struct RouteLimits {
     pub max_rounds: Option<u8>,
     /// The lifetime of a state this route issues.
     pub state_ttl: Option<Duration>,
+    /// The route ends in an irreversible effect guarded by
+    /// [`crate::SingleUse`] (SECURITY.md §3.9): the server then refuses to
+    /// start with a replay store that forgets across restarts.
+    pub single_use: bool,
 }
 
 /// A tool: its `tools/list` entry and how it runs.
@@ -95,6 +99,13 @@ impl ToolDef {
     #[must_use]
     pub fn limits(mut self, limits: RouteLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Marks the tool single-use (see [`RouteLimits::single_use`]).
+    #[must_use]
+    pub fn single_use(mut self) -> Self {
+        self.limits.single_use = true;
         self
     }
 

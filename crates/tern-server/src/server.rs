@@ -17,7 +17,9 @@ use tern_proto::finish::{
 };
 use tern_proto::headers::{decode_header_value, header_matches};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
-use tern_seal::{Claims, KeyRing, OpenPolicy, random_bytes};
+use tern_seal::{
+    Claims, Durability, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore, random_bytes,
+};
 use tern_types::{CacheScope, Implementation, RequestId, meta_keys};
 use tokio::sync::broadcast;
 
@@ -115,7 +117,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    fn reject(&self, reason: &'static str) {
+    pub(crate) fn reject(&self, reason: &'static str) {
         if let Ok(mut m) = self.rejected.lock() {
             *m.entry(reason).or_default() += 1;
         }
@@ -150,6 +152,7 @@ struct Inner {
     app_state: Option<Arc<dyn Any + Send + Sync>>,
     metrics: Metrics,
     supported: Vec<String>,
+    replay: Arc<dyn ReplayStore>,
 }
 
 /// A Tern MCP server: cheap to clone, shared by every transport and task.
@@ -177,6 +180,9 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     authorize: Option<Authorize>,
     app_state: Option<Arc<dyn Any + Send + Sync>>,
+    replay: Option<Arc<dyn ReplayStore>>,
+    instances: u32,
+    single_use: bool,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -201,7 +207,21 @@ impl Server {
             clock: Arc::new(SystemClock),
             authorize: None,
             app_state: None,
+            replay: None,
+            instances: 1,
+            single_use: false,
         }
+    }
+
+    pub(crate) fn replay_store(&self) -> Arc<dyn ReplayStore> {
+        self.inner.replay.clone()
+    }
+
+    /// How long a flow's single-use marker lives: the longest state
+    /// lifetime plus skew plus a margin, a constant counted on the store's
+    /// clock (SECURITY.md §3.9).
+    pub(crate) fn marker_ttl(&self) -> Duration {
+        marker_ttl(&self.inner.config)
     }
 
     /// Refused-state counters.
@@ -645,7 +665,7 @@ impl Server {
                     flow_exp,
                     m,
                     round: next_round,
-                    once: false,
+                    once: limits.single_use,
                     expect: p
                         .requests
                         .iter()
@@ -655,7 +675,12 @@ impl Server {
                             rdig: r.rdig,
                         })
                         .collect(),
-                    done: ask_cx.carried(),
+                    // A key asked again this round drops its old answer.
+                    done: ask_cx
+                        .carried()
+                        .into_iter()
+                        .filter(|d| !p.requests.iter().any(|r| r.key == d.key))
+                        .collect(),
                     app,
                 };
                 let carried: usize = body
@@ -882,6 +907,10 @@ fn check_param_headers(
     Ok(())
 }
 
+fn marker_ttl(cfg: &Config) -> Duration {
+    cfg.flow_ttl.max(cfg.state_ttl) + cfg.skew + Duration::from_secs(60)
+}
+
 fn encode_cursor(offset: usize) -> String {
     format!("o{offset}")
 }
@@ -905,6 +934,7 @@ impl ServerBuilder {
     /// Registers a fully described tool.
     #[must_use]
     pub fn tool_def(mut self, def: ToolDef) -> Self {
+        self.single_use |= def.limits.single_use;
         self.registry.tools.retain(|t| t.name != def.name);
         self.registry.tools.push(def);
         self
@@ -994,8 +1024,41 @@ impl ServerBuilder {
         self
     }
 
-    /// Builds the server.
+    /// The replay store single-use effects consume their keys in (default:
+    /// a bounded in-memory store, fine for one process with an ephemeral
+    /// key).
+    #[must_use]
+    pub fn replay_store(mut self, store: Arc<dyn ReplayStore>) -> Self {
+        self.replay = Some(store);
+        self
+    }
+
+    /// Declares how many instances serve this deployment. With more than
+    /// one, the replay store must be shared (SECURITY.md §3.9).
+    #[must_use]
+    pub fn instances(mut self, n: u32) -> Self {
+        self.instances = n;
+        self
+    }
+
+    /// Builds the server, refusing the combinations of SECURITY.md §3.9
+    /// that would let a replay through.
     pub fn build(self) -> Result<Server, BuildError> {
+        let persistent_keys = self.keys.is_some();
+        let store: Arc<dyn ReplayStore> = self
+            .replay
+            .unwrap_or_else(|| Arc::new(MemoryReplayStore::new()));
+        let durability = store.durability();
+        if persistent_keys && durability == Durability::Volatile && self.single_use {
+            return Err(BuildError(
+                "single-use routes with persistent keys need a durable replay store: a restart would let a replay through".into(),
+            ));
+        }
+        if self.instances > 1 && durability != Durability::Shared {
+            return Err(BuildError(
+                "several instances need a shared replay store (e.g. Redis)".into(),
+            ));
+        }
         if self.config.max_rounds == 0 {
             return Err(BuildError("max_rounds must be at least 1".into()));
         }
@@ -1033,6 +1096,7 @@ impl ServerBuilder {
                 authorize: self.authorize,
                 app_state: self.app_state,
                 metrics: Metrics::default(),
+                replay: store,
                 supported: tern_proto::SUPPORTED_VERSIONS
                     .iter()
                     .map(|s| (*s).to_owned())

@@ -1,0 +1,12 @@
+//! tern-server driven in memory: `Server::handle` with no sockets and a
+//! manual clock. Modules are named after behaviours; each test cites the
+//! DIGEST or SECURITY.md rule it pins.
+
+mod api {
+    mod answers;
+    mod gates;
+    mod methods;
+    mod single_use;
+    mod state;
+    mod support;
+}

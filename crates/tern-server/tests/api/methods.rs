@@ -1,0 +1,202 @@
+//! Method gates and the plain methods (MRTR-S1, MRTR-S2, MRTR-S-A3, VER-S4,
+//! CACHE-S1, PAGE-S3, RES-S2, TOOL-S11).
+
+use serde_json::{Value, json};
+use tern_server::{
+    Args, Ask, Config, Error, PromptDef, PromptResult, ResourceDef, ResourceResult, Server,
+    ToolResult,
+};
+
+use super::support::*;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Echo {
+    /// The text to echo.
+    text: String,
+}
+
+async fn echo(Args(e): Args<Echo>) -> ToolResult {
+    ToolResult::text(e.text)
+}
+
+async fn secret(ask: Ask) -> Result<ResourceResult, Error> {
+    ask.form::<Approval>("confirm", "Reveal?")?;
+    Ok(ResourceResult::text(
+        "config://secret",
+        "text/plain",
+        "s3cr3t",
+    ))
+}
+
+fn harness() -> Harness {
+    let mut b = Server::builder("t", "1")
+        .config(Config {
+            page_size: 2,
+            ..Config::default()
+        })
+        .resource(ResourceDef::new("config://secret", "secret", secret))
+        .prompt(
+            PromptDef::new(
+                "review",
+                "r",
+                |Args(a): Args<serde_json::Map<String, Value>>| async move {
+                    PromptResult::user_text(format!("review {}", a["target"]))
+                },
+            )
+            .argument("target", "what", true),
+        );
+    for i in 0..5 {
+        b = b.tool(&format!("echo{i}"), "echoes", echo);
+    }
+    Harness::new(b)
+}
+
+fn req(method: &str, params: Value) -> Value {
+    let mut p = params;
+    p["_meta"] = meta(json!({}));
+    json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": p})
+}
+
+#[tokio::test]
+async fn discover_names_versions_capabilities_and_cache_hints() {
+    // VER-S4, CACHE-S1, META-S12.
+    let h = harness();
+    let r = result(&h.send(&req("server/discover", json!({}))).await);
+    assert_eq!(r["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(r["capabilities"]["tools"], json!({"listChanged": true}));
+    assert_eq!(
+        (r["ttlMs"].clone(), r["cacheScope"].clone()),
+        (json!(0), json!("private"))
+    );
+    assert_eq!(r["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn lists_page_deterministically_and_reject_bad_cursors() {
+    // TOOL-S3, PAGE-S3, CACHE-S1.
+    let h = harness();
+    let mut names = Vec::new();
+    let mut cursor: Option<Value> = None;
+    loop {
+        let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+        let r = result(&h.send(&req("tools/list", params)).await);
+        assert_eq!(r["cacheScope"], "private");
+        names.extend(
+            r["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned()),
+        );
+        match r.get("nextCursor") {
+            Some(c) => cursor = Some(c.clone()),
+            None => break,
+        }
+    }
+    assert_eq!(names, ["echo0", "echo1", "echo2", "echo3", "echo4"]);
+    let (code, _) = error(
+        &h.send(&req("tools/list", json!({"cursor": "garbage"})))
+            .await,
+    );
+    assert_eq!(code, -32602);
+    let t = result(&h.send(&req("tools/list", json!({}))).await)["tools"][0].clone();
+    assert_eq!(t["inputSchema"]["type"], "object");
+    assert_eq!(t["inputSchema"]["properties"]["text"]["type"], "string");
+    assert_eq!(t["description"], "echoes");
+}
+
+#[tokio::test]
+async fn mrtr_fields_on_other_methods_are_invalid_params() {
+    // MRTR-S-A3.
+    let h = harness();
+    for (method, field) in [
+        ("tools/list", "requestState"),
+        ("server/discover", "inputResponses"),
+    ] {
+        let (code, _) = error(&h.send(&req(method, json!({field: "x"}))).await);
+        assert_eq!(code, -32602, "{method}");
+    }
+}
+
+#[tokio::test]
+async fn tool_argument_errors_are_tool_errors_and_unknown_tools_protocol_errors() {
+    // TOOL-S10, TOOL-S11.
+    let h = harness();
+    let r = result(&h.send(&call("echo0", json!({"text": 5}), json!({}))).await);
+    assert_eq!(
+        (r["isError"].clone(), r["resultType"].clone()),
+        (json!(true), json!("complete"))
+    );
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid arguments")
+    );
+    let (code, _) = error(&h.send(&call("nope", json!({}), json!({}))).await);
+    assert_eq!(code, -32602);
+}
+
+#[tokio::test]
+async fn resources_read_can_ask_and_carries_cache_hints() {
+    // MRTR-S1 on resources/read; CACHE-S1; RES-S2.
+    let h = harness();
+    let first = req("resources/read", json!({"uri": "config://secret"}));
+    let mut first = first;
+    first["params"]["_meta"] = meta(all_caps());
+    let r = result(&h.send(&first).await);
+    assert_eq!(r["resultType"], "input_required");
+    let done = result(
+        &h.send(&retry(
+            &first,
+            Some(&r["requestState"]),
+            json!({"confirm": accept(json!({"approved": true}))}),
+        ))
+        .await,
+    );
+    assert_eq!(done["contents"][0]["text"], "s3cr3t");
+    assert_eq!(
+        (done["ttlMs"].clone(), done["cacheScope"].clone()),
+        (json!(0), json!("private"))
+    );
+    let (code, e) = error(
+        &h.send(&req("resources/read", json!({"uri": "config://none"})))
+            .await,
+    );
+    assert_eq!(
+        (code, e["data"].clone()),
+        (-32602, json!({"uri": "config://none"}))
+    );
+}
+
+#[tokio::test]
+async fn prompts_check_required_arguments() {
+    // PROMPT-S2.
+    let h = harness();
+    let (code, _) = error(&h.send(&req("prompts/get", json!({"name": "review"}))).await);
+    assert_eq!(code, -32602);
+    let r = result(
+        &h.send(&req(
+            "prompts/get",
+            json!({"name": "review", "arguments": {"target": "x"}}),
+        ))
+        .await,
+    );
+    assert_eq!(r["messages"][0]["content"]["text"], "review \"x\"");
+}
+
+#[tokio::test]
+async fn unknown_and_removed_methods_are_404() {
+    // HTTP-S13, COMPAT-S-A1.
+    let h = harness();
+    for m in [
+        "ping",
+        "initialize",
+        "logging/setLevel",
+        "unknown/method",
+        "completion/complete",
+    ] {
+        let reply = h.send(&req(m, json!({}))).await;
+        assert_eq!((reply.0, error(&reply).0), (404, -32601), "{m}");
+    }
+}
