@@ -20,7 +20,6 @@ use tokio::sync::mpsc;
 
 /// Options of the HTTP client transport.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct HttpClientOptions {
     /// Headers sent with every request, e.g. `Authorization`.
     pub headers: HeaderMap,

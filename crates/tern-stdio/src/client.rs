@@ -23,7 +23,6 @@ use tokio::sync::mpsc;
 
 /// Options of the stdio client transport.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct StdioClientOptions {
     /// The longest line read from the server (default 16 MiB, STDIO-A2).
     pub max_line_bytes: usize,
