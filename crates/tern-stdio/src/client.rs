@@ -252,7 +252,7 @@ async fn read_loop(stdout: ChildStdout, shared: Arc<Shared>, max_line: usize) {
             Ok(Message::Error(e)) => match e.id.clone() {
                 Some(id) => deliver(&shared, id, Message::Error(e)).await,
                 None => {
-                    tracing::warn!(error = %e.error, "the server reported an error without an id")
+                    tracing::warn!(error = %e.error, "the server reported an error without an id");
                 }
             },
             Ok(Message::Notification(n)) => {
@@ -261,7 +261,7 @@ async fn read_loop(stdout: ChildStdout, shared: Arc<Shared>, max_line: usize) {
                         let _ = tx.try_send(Ok(Message::Notification(n)));
                     }
                     None => {
-                        tracing::debug!(method = %n.method, "a notification for no pending request")
+                        tracing::debug!(method = %n.method, "a notification for no pending request");
                     }
                 }
             }
