@@ -454,3 +454,22 @@ async fn the_whole_flow_has_a_deadline() {
         .unwrap_err();
     assert!(e.is_timeout(), "{e}");
 }
+
+#[tokio::test]
+async fn an_expired_state_is_the_servers_error_and_the_flow_is_not_restarted() {
+    // MRTR-E-A1: the client reports the -32602 and sends nothing else.
+    let (t, clock) = server();
+    let client = Client::builder(t.clone()).provider(ada()).build();
+    let pending = client
+        .call_tool_once("greet", obj(json!({})))
+        .await
+        .unwrap()
+        .pending()
+        .unwrap();
+    let responses = client.answer(&pending).await.unwrap();
+    clock.advance(3600 * 2);
+    let e = client.resume(pending, responses).await.unwrap_err();
+    assert!(e.is_remote(), "{e}");
+    assert_eq!(e.remote_error().unwrap().code.0, -32602);
+    assert_eq!(t.seen().len(), 2);
+}
