@@ -28,10 +28,10 @@ struct AutoProvider;
 
 fn field_value(schema: &PrimitiveSchemaDefinition) -> ElicitValue {
     let v = serde_json::to_value(schema).unwrap_or(Value::Null);
-    if let Some(d) = v.get("default") {
-        if let Ok(x) = serde_json::from_value::<ElicitValue>(d.clone()) {
-            return x;
-        }
+    if let Some(d) = v.get("default")
+        && let Ok(x) = serde_json::from_value::<ElicitValue>(d.clone())
+    {
+        return x;
     }
     if let Some(first) = v.get("enum").and_then(|e| e.get(0)).and_then(Value::as_str) {
         return ElicitValue::String(first.to_owned());
