@@ -7,10 +7,15 @@
 //! authentication hook. With `client` it is a client transport that sends
 //! the mirrored headers and decides on the JSON-RPC body.
 
+#[cfg(feature = "client")]
+mod client;
 #[cfg(feature = "server")]
 mod auth;
 #[cfg(feature = "server")]
 mod server;
+
+#[cfg(feature = "client")]
+pub use client::{HttpClientOptions, HttpTransport};
 
 #[cfg(feature = "server")]
 pub use auth::{AnyOf, JwtAuthenticator, JwtKeys, TokenFile};

@@ -8,3 +8,8 @@
 mod server;
 #[cfg(feature = "server")]
 pub use server::{StdioOptions, serve, serve_io};
+
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "client")]
+pub use client::{StdioClientOptions, StdioTransport};

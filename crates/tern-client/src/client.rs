@@ -1,0 +1,628 @@
+//! The client: identity, capabilities, request ids, `_meta`, mirrored
+//! headers, version negotiation, and the typed calls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tern_proto::McpHeaders;
+use tern_proto::decode::Message;
+use tern_proto::headers::encode_header_value;
+use tern_types::{
+    ClientCapabilities, DiscoverResult, ErrorCode, Implementation, JsonRpcVersion,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    Notification, PROTOCOL_VERSION, Request, RequestId, ResultType, meta_keys, methods,
+};
+
+use crate::provider::{InputProvider, NoInput};
+use crate::race::cancellable;
+use crate::transport::{OutboundNotification, OutboundRequest, Transport};
+use crate::xmh::{self, HeaderParam};
+use crate::{CancelToken, Error};
+
+/// Called with every notification that arrives for a call (progress, log
+/// messages) before its response.
+pub type NotificationHandler = Arc<dyn Fn(&Notification) + Send + Sync>;
+
+/// Per-call options. The default: no cancellation token, no progress, no
+/// log level, the client's timeouts.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    pub(crate) cancel: Option<CancelToken>,
+    pub(crate) on_notification: Option<NotificationHandler>,
+    pub(crate) progress: bool,
+    pub(crate) log_level: Option<String>,
+    pub(crate) traceparent: Option<String>,
+    pub(crate) flow_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress)
+            .field("log_level", &self.log_level)
+            .field("traceparent", &self.traceparent)
+            .field("flow_timeout", &self.flow_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallOptions {
+    /// Default options.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// Stops the call (and its whole multi round-trip flow) when `token`
+    /// is cancelled.
+    #[must_use]
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Asks for progress with a fresh `progressToken` per round
+    /// (MRTR-C-A4) and hands every notification of the call to `handler`.
+    #[must_use]
+    pub fn on_notification(
+        mut self,
+        handler: impl Fn(&Notification) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_notification = Some(Arc::new(handler));
+        self.progress = true;
+        self
+    }
+
+    /// Opts in to log notifications at or above `level`
+    /// (`io.modelcontextprotocol/logLevel`; deprecated with logging).
+    #[must_use]
+    pub fn log_level(mut self, level: impl Into<String>) -> Self {
+        self.log_level = Some(level.into());
+        self
+    }
+
+    /// A W3C `traceparent` for `_meta` (META-3).
+    #[must_use]
+    pub fn traceparent(mut self, value: impl Into<String>) -> Self {
+        self.traceparent = Some(value.into());
+        self
+    }
+
+    /// The deadline of the whole call, every round included; overrides the
+    /// client's.
+    #[must_use]
+    pub fn timeout(mut self, deadline: Duration) -> Self {
+        self.flow_timeout = Some(deadline);
+        self
+    }
+}
+
+/// Builds a [`Client`].
+pub struct ClientBuilder {
+    transport: Arc<dyn Transport>,
+    provider: Arc<dyn InputProvider>,
+    info: Option<Implementation>,
+    versions: Vec<String>,
+    max_rounds: u32,
+    flow_timeout: Duration,
+    request_timeout: Duration,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("versions", &self.versions)
+            .field("max_rounds", &self.max_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// Who the client is, sent as `io.modelcontextprotocol/clientInfo` on
+    /// every request (META-C8). The default names this crate.
+    #[must_use]
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = Some(info);
+        self
+    }
+
+    /// Sends no `clientInfo` (META-C8 allows configuring it off).
+    #[must_use]
+    pub fn without_info(mut self) -> Self {
+        self.info = None;
+        self
+    }
+
+    /// Answers the server's input requests; its [`kinds`](InputProvider::kinds)
+    /// become the declared capabilities (META-A1). The default declares
+    /// nothing.
+    #[must_use]
+    pub fn provider(mut self, provider: impl InputProvider) -> Self {
+        self.provider = Arc::new(provider);
+        self
+    }
+
+    /// The protocol versions the client speaks, preferred first (default
+    /// `2026-07-28` only). Compared as opaque strings (VER-A1).
+    #[must_use]
+    pub fn versions(mut self, versions: Vec<String>) -> Self {
+        if !versions.is_empty() {
+            self.versions = versions;
+        }
+        self
+    }
+
+    /// The most requests one multi round-trip flow may take (default 10,
+    /// MRTR-C-A3).
+    #[must_use]
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds.max(1);
+        self
+    }
+
+    /// The deadline of a whole call, every round included (default 300 s).
+    #[must_use]
+    pub fn flow_timeout(mut self, deadline: Duration) -> Self {
+        self.flow_timeout = deadline;
+        self
+    }
+
+    /// The deadline of one request/response exchange (default 60 s; CANC-7).
+    #[must_use]
+    pub fn request_timeout(mut self, deadline: Duration) -> Self {
+        self.request_timeout = deadline;
+        self
+    }
+
+    /// The client.
+    pub fn build(self) -> Client {
+        let version = self.versions[0].clone();
+        Client {
+            inner: Arc::new(Inner {
+                transport: self.transport,
+                provider: self.provider,
+                info: self.info,
+                versions: self.versions,
+                version: Mutex::new(version),
+                next_id: AtomicI64::new(1),
+                max_rounds: self.max_rounds,
+                flow_timeout: self.flow_timeout,
+                request_timeout: self.request_timeout,
+                tools: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) provider: Arc<dyn InputProvider>,
+    info: Option<Implementation>,
+    versions: Vec<String>,
+    version: Mutex<String>,
+    next_id: AtomicI64,
+    pub(crate) max_rounds: u32,
+    pub(crate) flow_timeout: Duration,
+    request_timeout: Duration,
+    /// `x-mcp-header` annotations of the tools seen in `tools/list`.
+    tools: RwLock<HashMap<String, Vec<HeaderParam>>>,
+}
+
+/// An MCP client over one [`Transport`]. Cheap to clone; calls may run
+/// concurrently, and each carries its own `_meta` (STATE-S1): nothing of
+/// one call (state, answers) is attached to another (MRTR-C9).
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("info", &self.inner.info)
+            .field("versions", &self.inner.versions)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One request as the client is about to send it.
+pub(crate) struct Call<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) params: Map<String, Value>,
+    pub(crate) opts: &'a CallOptions,
+}
+
+impl Client {
+    /// A builder over `transport`.
+    pub fn builder(transport: impl Transport) -> ClientBuilder {
+        ClientBuilder {
+            transport: Arc::new(transport),
+            provider: Arc::new(NoInput),
+            info: Some(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            )),
+            versions: vec![PROTOCOL_VERSION.to_owned()],
+            max_rounds: 10,
+            flow_timeout: Duration::from_secs(300),
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// A client over `transport` with the defaults: no input provider
+    /// (`clientCapabilities: {}`), 10 rounds, 300 s per call.
+    pub fn new(transport: impl Transport) -> Self {
+        Client::builder(transport).build()
+    }
+
+    /// The capabilities declared on every request: what the provider can
+    /// do (META-A1).
+    pub fn capabilities(&self) -> ClientCapabilities {
+        self.inner.provider.kinds().capabilities()
+    }
+
+    /// The protocol version the next request will name.
+    pub fn protocol_version(&self) -> String {
+        self.inner
+            .version
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// `server/discover`: versions, capabilities, identity (VER-S4). A
+    /// `-32022` is retried once with a common version (VER-C3).
+    pub async fn discover(&self) -> Result<DiscoverResult, Error> {
+        self.simple(
+            methods::SERVER_DISCOVER,
+            Map::new(),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// One page of `tools/list`. Over a transport that mirrors headers,
+    /// tools with invalid `x-mcp-header` annotations are left out and
+    /// logged (HTTP-XMH-C3); the annotations of the rest are remembered for
+    /// `Mcp-Param-*` headers (HTTP-XMH-C4).
+    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
+        let mut result: ListToolsResult = self
+            .simple(
+                methods::TOOLS_LIST,
+                cursor_params(cursor),
+                &CallOptions::default(),
+            )
+            .await?;
+        if self.inner.transport.mirrors_headers() {
+            let mut known = self
+                .inner
+                .tools
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            result.tools.retain(|tool| match xmh::annotations(&tool.input_schema) {
+                Ok(params) => {
+                    known.insert(tool.name.clone(), params);
+                    true
+                }
+                Err(reason) => {
+                    tracing::warn!(tool = %tool.name, %reason, "dropping a tool with an invalid x-mcp-header annotation (HTTP-XMH-C3)");
+                    known.remove(&tool.name);
+                    false
+                }
+            });
+        }
+        Ok(result)
+    }
+
+    /// One page of `prompts/list`.
+    pub async fn list_prompts(&self, cursor: Option<&str>) -> Result<ListPromptsResult, Error> {
+        self.simple(
+            methods::PROMPTS_LIST,
+            cursor_params(cursor),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// One page of `resources/list`.
+    pub async fn list_resources(&self, cursor: Option<&str>) -> Result<ListResourcesResult, Error> {
+        self.simple(
+            methods::RESOURCES_LIST,
+            cursor_params(cursor),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// One page of `resources/templates/list`.
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult, Error> {
+        self.simple(
+            methods::RESOURCES_TEMPLATES_LIST,
+            cursor_params(cursor),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// Any request that is never answered with an interim result, parsed
+    /// as `R`. `params` are the method's own; the client adds `_meta`.
+    /// `input_required` here is a protocol violation (MRTR-C-A1).
+    pub async fn request<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<R, Error> {
+        if methods::INTERIM_CAPABLE.contains(&method) {
+            return Err(Error::usage(format!(
+                "{method} may need several rounds: use its typed call"
+            )));
+        }
+        self.simple(method, params, opts).await
+    }
+
+    /// Sends a notification with `params` (e.g. `notifications/cancelled` on
+    /// stdio).
+    pub async fn notify(&self, method: &str, params: Map<String, Value>) -> Result<(), Error> {
+        let n = Notification {
+            jsonrpc: JsonRpcVersion,
+            method: method.to_owned(),
+            params: Some(params),
+        };
+        let body = serde_json::to_vec(&n).map_err(|e| Error::usage(e.to_string()))?;
+        self.inner
+            .transport
+            .notify(OutboundNotification {
+                method: method.to_owned(),
+                body: Bytes::from(body),
+            })
+            .await
+    }
+
+    async fn simple<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<R, Error> {
+        let call = Call {
+            method,
+            params,
+            opts,
+        };
+        let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
+        let result = cancellable(opts.cancel.as_ref(), async {
+            tokio::time::timeout(deadline, self.send(&call))
+                .await
+                .map_err(|_| Error::timeout(format!("{method} took longer than {deadline:?}")))?
+        })
+        .await?;
+        match result_type(&result)? {
+            ResultType::Complete => parse_result(method, result),
+            // MRTR-C-A1, MRTR-S2.
+            _ => Err(Error::protocol(format!(
+                "the server answered {method} with input_required, which only tools/call, prompts/get and resources/read may use"
+            ))),
+        }
+    }
+
+    fn next_id(&self) -> RequestId {
+        RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sends one request (one round) and returns the raw result object.
+    /// Fresh id, `_meta` and headers every time (MRTR-C6, MRTR-C8); on
+    /// `-32022` retries once with a version both sides speak (VER-C3).
+    pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Map<String, Value>, Error> {
+        let mut retried = false;
+        loop {
+            let version = self.protocol_version();
+            match self.send_once(call, &version).await {
+                Err(e) if !retried && is_unsupported_version(&e) => {
+                    retried = true;
+                    let data = e
+                        .remote_error()
+                        .and_then(tern_types::ErrorObject::unsupported_protocol_version_data);
+                    let supported = data.map(|d| d.supported).unwrap_or_default();
+                    // Our preference order; the suite's mock rejects the
+                    // first request even when it named a supported version,
+                    // so the same version is a valid choice (VER-C3).
+                    let Some(pick) = self
+                        .inner
+                        .versions
+                        .iter()
+                        .find(|v| supported.contains(v))
+                        .cloned()
+                    else {
+                        return Err(e);
+                    };
+                    tracing::debug!(from = %version, to = %pick, "retrying with a supported protocol version (VER-C3)");
+                    if let Ok(mut v) = self.inner.version.lock() {
+                        *v = pick;
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn send_once(&self, call: &Call<'_>, version: &str) -> Result<Map<String, Value>, Error> {
+        let id = self.next_id();
+        let progress_token = call.opts.progress.then(|| json!(format!("progress-{id}")));
+        let mut meta = Map::new();
+        meta.insert(meta_keys::PROTOCOL_VERSION.into(), json!(version));
+        meta.insert(
+            meta_keys::CLIENT_CAPABILITIES.into(),
+            serde_json::to_value(self.capabilities()).unwrap_or_else(|_| json!({})),
+        );
+        if let Some(info) = &self.inner.info {
+            meta.insert(
+                meta_keys::CLIENT_INFO.into(),
+                serde_json::to_value(info).unwrap_or(Value::Null),
+            );
+        }
+        if let Some(level) = &call.opts.log_level {
+            meta.insert(meta_keys::LOG_LEVEL.into(), json!(level));
+        }
+        if let Some(tp) = &call.opts.traceparent {
+            meta.insert(meta_keys::TRACEPARENT.into(), json!(tp));
+        }
+        if let Some(token) = &progress_token {
+            meta.insert(meta_keys::PROGRESS_TOKEN.into(), token.clone());
+        }
+        let mut params = call.params.clone();
+        params.insert("_meta".into(), Value::Object(meta));
+
+        let headers = self.headers(call, version)?;
+        let request = Request {
+            jsonrpc: JsonRpcVersion,
+            id: id.clone(),
+            method: call.method.to_owned(),
+            params: Some(params),
+        };
+        let body = serde_json::to_vec(&request).map_err(|e| Error::usage(e.to_string()))?;
+        let out = OutboundRequest {
+            id: id.clone(),
+            method: call.method.to_owned(),
+            body: Bytes::from(body),
+            headers,
+            progress_token,
+        };
+        let deadline = self.inner.request_timeout;
+        let exchange = async {
+            let mut frames = self.inner.transport.request(out).await?;
+            loop {
+                let Some(frame) = frames.next().await else {
+                    return Err(Error::transport(format!(
+                        "the response stream of {} ended without a response",
+                        call.method
+                    )));
+                };
+                match frame? {
+                    Message::Notification(n) => {
+                        if let Some(h) = &call.opts.on_notification {
+                            h(&n);
+                        }
+                    }
+                    Message::Result(r) if r.id == id => return Ok(r.result),
+                    Message::Error(e) if e.id.is_none() || e.id.as_ref() == Some(&id) => {
+                        return Err(Error::remote(e.error));
+                    }
+                    Message::Result(_) | Message::Error(_) => {
+                        return Err(Error::protocol("a response for another request id"));
+                    }
+                    // BASE-7, MRTR-S13: servers never send requests.
+                    Message::Request(r) => {
+                        return Err(Error::protocol(format!(
+                            "the server sent a JSON-RPC request ({}); servers never do",
+                            r.method
+                        )));
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(deadline, exchange)
+            .await
+            .map_err(|_| {
+                Error::timeout(format!(
+                    "no response to {} within {deadline:?}",
+                    call.method
+                ))
+            })?
+    }
+
+    /// The mirrored headers (HTTP-C8, HTTP-C10, HTTP-XMH-C4), recomputed for
+    /// every request (MRTR-C8).
+    fn headers(&self, call: &Call<'_>, version: &str) -> Result<McpHeaders, Error> {
+        let name = match call.method {
+            methods::TOOLS_CALL | methods::PROMPTS_GET => call.params.get("name"),
+            methods::RESOURCES_READ => call.params.get("uri"),
+            _ => None,
+        }
+        .and_then(Value::as_str)
+        .map(encode_header_value);
+        let mut params = Vec::new();
+        if call.method == methods::TOOLS_CALL && self.inner.transport.mirrors_headers() {
+            let tool = call
+                .params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let known = self
+                .inner
+                .tools
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(ann) = known.get(tool) {
+                let args = call.params.get("arguments").and_then(Value::as_object);
+                params = xmh::param_headers(ann, args)?;
+            }
+        }
+        Ok(McpHeaders {
+            protocol_version: Some(version.to_owned()),
+            method: Some(call.method.to_owned()),
+            name,
+            params,
+        })
+    }
+}
+
+fn is_unsupported_version(e: &Error) -> bool {
+    e.remote_error()
+        .is_some_and(|o| o.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION)
+}
+
+fn cursor_params(cursor: Option<&str>) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(c) = cursor {
+        m.insert("cursor".into(), json!(c));
+    }
+    m
+}
+
+/// Reads `resultType` first (BASE-A3): absent is complete (BASE-C13), an
+/// unknown value is invalid (BASE-C12).
+pub(crate) fn result_type(result: &Map<String, Value>) -> Result<ResultType, Error> {
+    match result.get("resultType") {
+        None => Ok(ResultType::Complete),
+        Some(Value::String(s)) => match ResultType::parse(s) {
+            ResultType::Other(s) => Err(Error::protocol(format!(
+                "unknown resultType {s:?} (BASE-C12)"
+            ))),
+            known => Ok(known),
+        },
+        Some(other) => Err(Error::protocol(format!(
+            "resultType must be a string, found {other}"
+        ))),
+    }
+}
+
+pub(crate) fn parse_result<R: DeserializeOwned>(
+    method: &str,
+    result: Map<String, Value>,
+) -> Result<R, Error> {
+    serde_json::from_value(Value::Object(result))
+        .map_err(|e| Error::protocol(format!("malformed {method} result: {e}")))
+}
+
+/// `name` and optional `arguments` of `prompts/get`.
+pub(crate) fn prompt_params(
+    name: &str,
+    arguments: Option<BTreeMap<String, String>>,
+) -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert("name".into(), json!(name));
+    if let Some(a) = arguments {
+        p.insert("arguments".into(), json!(a));
+    }
+    p
+}

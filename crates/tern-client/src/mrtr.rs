@@ -1,0 +1,618 @@
+//! The multi round-trip driver (DIGEST §4.5, SECURITY.md §3.10): typed
+//! calls that fulfil every round through the [`InputProvider`], `*_once`
+//! calls that hand back a serialisable [`PendingCall`], and `resume`.
+//!
+//! Every round is a new request built from the caller's parameters, never
+//! from the previous request: a new id, the same method and parameters,
+//! fresh `_meta` and headers, `inputResponses` for the latest round only and
+//! `requestState` echoed as received, or absent when none was sent
+//! (MRTR-C5..C8). Nothing of a flow is attached to another request
+//! (MRTR-C9), and nothing is cached (MRTR-C10).
+//!
+//! [`InputProvider`]: crate::InputProvider
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tern_types::{
+    CallToolResult, ElicitRequestParams, GetPromptResult, InputRequest, InputRequests,
+    InputResponse, InputResponses, ReadResourceResult, ResultType, meta_keys, methods,
+};
+
+use crate::Error;
+use crate::client::{Call, CallOptions, Client, parse_result, prompt_params, result_type};
+use crate::provider::{InputContext, InputKinds};
+use crate::race::{cancellable, join_all};
+
+/// The most input requests one interim result may carry (SECURITY.md
+/// §3.10).
+pub const MAX_INPUT_REQUESTS: usize = 16;
+/// The largest `requestState` accepted, in bytes (SECURITY.md §3.10).
+pub const MAX_REQUEST_STATE: usize = 64 * 1024;
+/// The most consecutive state-only rounds before the flow is abandoned
+/// (SECURITY.md §3.10).
+pub const MAX_STATE_ONLY_ROUNDS: u32 = 3;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for tern_types::CallToolResult {}
+    impl Sealed for tern_types::GetPromptResult {}
+    impl Sealed for tern_types::ReadResourceResult {}
+}
+
+/// The complete result of a method that may take several rounds
+/// (MRTR-S1): `CallToolResult`, `GetPromptResult`, `ReadResourceResult`.
+pub trait FlowResult: DeserializeOwned + sealed::Sealed + Send + 'static {
+    /// The method that produces it.
+    const METHOD: &'static str;
+}
+
+impl FlowResult for CallToolResult {
+    const METHOD: &'static str = methods::TOOLS_CALL;
+}
+impl FlowResult for GetPromptResult {
+    const METHOD: &'static str = methods::PROMPTS_GET;
+}
+impl FlowResult for ReadResourceResult {
+    const METHOD: &'static str = methods::RESOURCES_READ;
+}
+
+/// What one round of a `*_once` call or [`Client::resume`] produced.
+#[derive(Debug)]
+pub enum Step<T> {
+    /// The final result.
+    Complete(T),
+    /// The server needs input (or another round): answer it and
+    /// [`resume`](Client::resume).
+    Pending(PendingCall<T>),
+}
+
+impl<T> Step<T> {
+    /// The final result, if there is one.
+    pub fn complete(self) -> Option<T> {
+        match self {
+            Step::Complete(t) => Some(t),
+            Step::Pending(_) => None,
+        }
+    }
+
+    /// The pending call, if there is one.
+    pub fn pending(self) -> Option<PendingCall<T>> {
+        match self {
+            Step::Complete(_) => None,
+            Step::Pending(p) => Some(p),
+        }
+    }
+}
+
+/// A call waiting for input: the method, the caller's parameters, the
+/// round that asked, the state to echo and the open requests. Serialisable,
+/// so another process can finish the flow with [`Client::resume`]; the
+/// state travels with it byte for byte (MRTR-C5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "", rename_all = "camelCase")]
+pub struct PendingCall<T> {
+    method: String,
+    params: Map<String, Value>,
+    round: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    request_state: Option<String>,
+    #[serde(default)]
+    input_requests: InputRequests,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_info: Option<Value>,
+    #[serde(skip)]
+    _result: PhantomData<fn() -> T>,
+}
+
+impl<T> PendingCall<T> {
+    /// The method (`tools/call`, `prompts/get` or `resources/read`).
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The caller's parameters (`name` and `arguments`, or `uri`), exactly
+    /// as first sent, without `_meta` (MRTR-C7).
+    pub fn params(&self) -> &Map<String, Value> {
+        &self.params
+    }
+
+    /// The round that returned this interim result (1 for the first
+    /// request).
+    pub fn round(&self) -> u32 {
+        self.round
+    }
+
+    /// The opaque state to echo, if the server sent one (MRTR-C5).
+    pub fn request_state(&self) -> Option<&str> {
+        self.request_state.as_deref()
+    }
+
+    /// What the server asks for, by key. Empty for a state-only round:
+    /// resume with no answers.
+    pub fn input_requests(&self) -> &InputRequests {
+        &self.input_requests
+    }
+
+    /// The server's identity from the interim result, for display (META-11).
+    pub fn server_info(&self) -> Option<&Value> {
+        self.server_info.as_ref()
+    }
+}
+
+fn tool_params(name: &str, arguments: Map<String, Value>) -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert("name".into(), json!(name));
+    p.insert("arguments".into(), Value::Object(arguments));
+    p
+}
+
+fn resource_params(uri: &str) -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert("uri".into(), json!(uri));
+    p
+}
+
+impl Client {
+    /// `tools/call`, driving every round to the end.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, Error> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// `tools/call` with options (cancellation, progress, deadline).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.drive(tool_params(name, arguments), opts).await
+    }
+
+    /// `prompts/get`, driving every round to the end.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, Error> {
+        self.get_prompt_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// `prompts/get` with options.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+        opts: &CallOptions,
+    ) -> Result<GetPromptResult, Error> {
+        self.drive(prompt_params(name, arguments), opts).await
+    }
+
+    /// `resources/read`, driving every round to the end.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.read_resource_with(uri, &CallOptions::default()).await
+    }
+
+    /// `resources/read` with options.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        opts: &CallOptions,
+    ) -> Result<ReadResourceResult, Error> {
+        self.drive(resource_params(uri), opts).await
+    }
+
+    /// One round of `tools/call`: the result, or the pending call to answer
+    /// and [`resume`](Self::resume) (MRTR-C-A3's one-shot API).
+    pub async fn call_tool_once(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Step<CallToolResult>, Error> {
+        self.first(tool_params(name, arguments)).await
+    }
+
+    /// One round of `prompts/get`.
+    pub async fn get_prompt_once(
+        &self,
+        name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> Result<Step<GetPromptResult>, Error> {
+        self.first(prompt_params(name, arguments)).await
+    }
+
+    /// One round of `resources/read`.
+    pub async fn read_resource_once(&self, uri: &str) -> Result<Step<ReadResourceResult>, Error> {
+        self.first(resource_params(uri)).await
+    }
+
+    /// Sends the next round of `pending` with `responses`: one answer under
+    /// each key of its input requests, none more (MRTR-C3, MRTR-C7), and
+    /// its state echoed (MRTR-C5). A state-only pending call takes empty
+    /// responses.
+    pub async fn resume<T: FlowResult>(
+        &self,
+        pending: PendingCall<T>,
+        responses: InputResponses,
+    ) -> Result<Step<T>, Error> {
+        if pending.method != T::METHOD {
+            return Err(Error::usage(format!(
+                "a pending {} cannot be resumed as {}",
+                pending.method,
+                T::METHOD
+            )));
+        }
+        let asked: Vec<&str> = pending.input_requests.iter().map(|(k, _)| k).collect();
+        let answered: Vec<&str> = responses.keys().collect();
+        if asked != answered {
+            return Err(Error::usage(format!(
+                "answers {answered:?} do not match the requests {asked:?} (MRTR-C3)"
+            )));
+        }
+        if pending.round >= self.inner.max_rounds {
+            return Err(self.round_limit());
+        }
+        let opts = CallOptions::default();
+        let responses = (!pending.input_requests.is_empty()).then_some(responses);
+        self.round(
+            pending.params,
+            pending.round + 1,
+            responses,
+            pending.request_state,
+            &opts,
+        )
+        .await
+    }
+
+    /// Answers every open request of `pending` through the provider,
+    /// concurrently. A provider refusal ends the flow (MRTR-C4); a request
+    /// for an undeclared kind is refused before the provider sees it
+    /// (MRTR-C-A2).
+    pub async fn answer<T>(&self, pending: &PendingCall<T>) -> Result<InputResponses, Error> {
+        let kinds = self.inner.provider.kinds();
+        for (key, request) in pending.input_requests.iter() {
+            check_declared(kinds, key, request)?;
+        }
+        let provider = &self.inner.provider;
+        let futs: Vec<_> = pending
+            .input_requests
+            .iter()
+            .map(|(key, request)| {
+                let cx = InputContext {
+                    method: pending.method.clone(),
+                    target: pending
+                        .params
+                        .get("name")
+                        .or_else(|| pending.params.get("uri"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    key: key.to_owned(),
+                    round: pending.round,
+                    server_info: pending.server_info.clone(),
+                };
+                let request = request.clone();
+                async move {
+                    let answer = match request {
+                        InputRequest::Elicitation(ElicitRequestParams::Form(p)) => {
+                            provider.elicit_form(cx, p).await.map(InputResponse::Elicit)
+                        }
+                        InputRequest::Elicitation(ElicitRequestParams::Url(p)) => {
+                            provider.elicit_url(cx, p).await.map(InputResponse::Elicit)
+                        }
+                        InputRequest::Sampling(p) => {
+                            provider.sample(cx, p).await.map(InputResponse::Sampling)
+                        }
+                        InputRequest::ListRoots(_) => {
+                            provider.list_roots(cx).await.map(InputResponse::ListRoots)
+                        }
+                    };
+                    (key.to_owned(), answer)
+                }
+            })
+            .collect();
+        let mut responses = InputResponses::new();
+        for (key, answer) in join_all(futs).await {
+            match answer {
+                Ok(a) => responses.insert(key, &a),
+                // MRTR-C4: no refused form on the wire; end locally.
+                Err(r) => {
+                    return Err(Error::refused(format!(
+                        "the input provider refused {key:?}: {}",
+                        r.reason
+                    )));
+                }
+            }
+        }
+        Ok(responses)
+    }
+
+    /// Drives `pending` to the end through the provider, like the typed
+    /// calls do from their first round.
+    pub async fn finish<T: FlowResult>(
+        &self,
+        pending: PendingCall<T>,
+        opts: &CallOptions,
+    ) -> Result<T, Error> {
+        let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
+        cancellable(opts.cancel.as_ref(), async {
+            tokio::time::timeout(deadline, self.run(Step::Pending(pending), opts))
+                .await
+                .map_err(|_| {
+                    Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD))
+                })?
+        })
+        .await
+    }
+
+    async fn first<T: FlowResult>(&self, params: Map<String, Value>) -> Result<Step<T>, Error> {
+        let opts = CallOptions::default();
+        let deadline = self.inner.flow_timeout;
+        tokio::time::timeout(deadline, self.round(params, 1, None, None, &opts))
+            .await
+            .map_err(|_| Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD)))?
+    }
+
+    async fn drive<T: FlowResult>(
+        &self,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<T, Error> {
+        let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
+        cancellable(opts.cancel.as_ref(), async {
+            tokio::time::timeout(deadline, async {
+                let first = self.round(params, 1, None, None, opts).await?;
+                self.run(first, opts).await
+            })
+            .await
+            .map_err(|_| Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD)))?
+        })
+        .await
+    }
+
+    /// The loop: answer, retry, until complete or a limit (MRTR-C-A3).
+    async fn run<T: FlowResult>(&self, mut step: Step<T>, opts: &CallOptions) -> Result<T, Error> {
+        let mut state_only = 0;
+        loop {
+            let pending = match step {
+                Step::Complete(t) => return Ok(t),
+                Step::Pending(p) => p,
+            };
+            if pending.round >= self.inner.max_rounds {
+                return Err(self.round_limit());
+            }
+            let responses = if pending.input_requests.is_empty() {
+                // MRTR-C2: a state-only round may be retried at once; back
+                // off briefly, a bounded number of times (SECURITY.md §3.10).
+                state_only += 1;
+                if state_only > MAX_STATE_ONLY_ROUNDS {
+                    return Err(Error::round_limit(format!(
+                        "more than {MAX_STATE_ONLY_ROUNDS} consecutive state-only rounds"
+                    )));
+                }
+                tokio::time::sleep(backoff(state_only, &pending)).await;
+                None
+            } else {
+                state_only = 0;
+                Some(self.answer(&pending).await?)
+            };
+            step = self
+                .round(
+                    pending.params,
+                    pending.round + 1,
+                    responses,
+                    pending.request_state,
+                    opts,
+                )
+                .await?;
+        }
+    }
+
+    fn round_limit(&self) -> Error {
+        Error::round_limit(format!(
+            "the flow needs more than {} rounds",
+            self.inner.max_rounds
+        ))
+    }
+
+    /// Sends one round built from the caller's `base` parameters.
+    async fn round<T: FlowResult>(
+        &self,
+        base: Map<String, Value>,
+        round: u32,
+        responses: Option<InputResponses>,
+        request_state: Option<String>,
+        opts: &CallOptions,
+    ) -> Result<Step<T>, Error> {
+        let mut params = base.clone();
+        if let Some(r) = responses {
+            params.insert(
+                "inputResponses".into(),
+                serde_json::to_value(r).map_err(|e| Error::usage(e.to_string()))?,
+            );
+        }
+        // MRTR-C5: the exact string, or no key at all.
+        if let Some(s) = request_state {
+            params.insert("requestState".into(), Value::String(s));
+        }
+        let result = self
+            .send(&Call {
+                method: T::METHOD,
+                params,
+                opts,
+            })
+            .await?;
+        match result_type(&result)? {
+            ResultType::InputRequired => {
+                let (input_requests, request_state, server_info) =
+                    interim(&result, self.inner.provider.kinds())?;
+                Ok(Step::Pending(PendingCall {
+                    method: T::METHOD.to_owned(),
+                    params: base,
+                    round,
+                    request_state,
+                    input_requests,
+                    server_info,
+                    _result: PhantomData,
+                }))
+            }
+            _ => parse_result(T::METHOD, result).map(Step::Complete),
+        }
+    }
+}
+
+type Interim = (InputRequests, Option<String>, Option<Value>);
+
+/// Checks an interim result before anything acts on it (MRTR-C-A2,
+/// SECURITY.md §3.10).
+fn interim(result: &Map<String, Value>, kinds: InputKinds) -> Result<Interim, Error> {
+    let state = match result.get("requestState") {
+        None => None,
+        Some(Value::String(s)) if s.len() <= MAX_REQUEST_STATE => Some(s.clone()),
+        Some(Value::String(s)) => {
+            return Err(Error::protocol(format!(
+                "requestState of {} bytes exceeds {MAX_REQUEST_STATE}",
+                s.len()
+            )));
+        }
+        Some(_) => return Err(Error::protocol("requestState is not a string")),
+    };
+    let requests = match result.get("inputRequests") {
+        None => InputRequests::new(),
+        Some(Value::Object(map)) => {
+            if map.len() > MAX_INPUT_REQUESTS {
+                return Err(Error::protocol(format!(
+                    "{} input requests exceed {MAX_INPUT_REQUESTS}",
+                    map.len()
+                )));
+            }
+            let mut requests = InputRequests::new();
+            for (key, raw) in map {
+                let request = InputRequest::deserialize(raw).map_err(|e| {
+                    Error::protocol(format!("malformed input request {key:?}: {e}"))
+                })?;
+                check_declared(kinds, key, &request)?;
+                requests.insert(key.clone(), request);
+            }
+            requests
+        }
+        Some(_) => return Err(Error::protocol("inputRequests is not an object")),
+    };
+    // An empty inputRequests counts as absent (MRTR-S-A3).
+    if requests.is_empty() && state.is_none() {
+        return Err(Error::protocol(
+            "an input_required result with neither inputRequests nor requestState",
+        ));
+    }
+    let server_info = result
+        .get("_meta")
+        .and_then(|m| m.get(meta_keys::SERVER_INFO))
+        .cloned();
+    Ok((requests, state, server_info))
+}
+
+/// MRTR-S8 seen from the client: a request through a kind this client did
+/// not declare is a violation, never answered with a made-up decline
+/// (MRTR-C-A2, SAMP-S2).
+fn check_declared(kinds: InputKinds, key: &str, request: &InputRequest) -> Result<(), Error> {
+    let (ok, what) = match request {
+        InputRequest::Elicitation(ElicitRequestParams::Form(_)) => (kinds.form, "form elicitation"),
+        InputRequest::Elicitation(ElicitRequestParams::Url(_)) => (kinds.url, "URL elicitation"),
+        InputRequest::Sampling(p) if p.tools.is_some() || p.tool_choice.is_some() => {
+            (kinds.sampling_tools, "sampling with tools")
+        }
+        InputRequest::Sampling(_) => (kinds.sampling || kinds.sampling_tools, "sampling"),
+        InputRequest::ListRoots(_) => (kinds.roots, "roots"),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::capability(format!(
+            "the server asked for {what} under {key:?}, which the client did not declare"
+        )))
+    }
+}
+
+/// Exponential backoff from 100 ms for the `n`th consecutive state-only
+/// round, with up to 50% jitter derived from the state and round (no
+/// thread-local RNG, STYLE.md Habits).
+fn backoff<T>(n: u32, pending: &PendingCall<T>) -> Duration {
+    let base = 100u64 << (n.saturating_sub(1)).min(6);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let seed = pending.request_state.as_deref().unwrap_or("");
+    for b in seed
+        .bytes()
+        .chain(pending.round.to_le_bytes())
+        .chain(n.to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Duration::from_millis(base + h % (base / 2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_stays_bounded() {
+        let p: PendingCall<CallToolResult> = PendingCall {
+            method: "tools/call".into(),
+            params: Map::new(),
+            round: 1,
+            request_state: Some("s".into()),
+            input_requests: InputRequests::new(),
+            server_info: None,
+            _result: PhantomData,
+        };
+        for n in 1..=3 {
+            let d = backoff(n, &p).as_millis() as u64;
+            let base = 100 << (n - 1);
+            assert!(d >= base && d < base + base / 2, "{n}: {d}");
+        }
+    }
+
+    #[test]
+    fn interim_results_are_checked() {
+        let kinds = InputKinds::NONE.with_form();
+        let ok = |v: Value| interim(v.as_object().unwrap(), kinds);
+        assert!(
+            ok(json!({"resultType": "input_required"}))
+                .unwrap_err()
+                .is_protocol()
+        );
+        assert!(
+            ok(json!({"resultType": "input_required", "inputRequests": {}}))
+                .unwrap_err()
+                .is_protocol()
+        );
+        assert!(ok(json!({"requestState": 5})).unwrap_err().is_protocol());
+        let big = "x".repeat(MAX_REQUEST_STATE + 1);
+        assert!(ok(json!({"requestState": big})).unwrap_err().is_protocol());
+        let many: Map<String, Value> = (0..17)
+            .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
+            .collect();
+        assert!(
+            ok(json!({"inputRequests": many}))
+                .unwrap_err()
+                .is_protocol()
+        );
+        let roots = ok(json!({"inputRequests": {"r": {"method": "roots/list"}}})).unwrap_err();
+        assert!(roots.is_capability() && roots.is_protocol());
+        let bad = ok(json!({"inputRequests": {"x": {"method": "ping"}}})).unwrap_err();
+        assert!(bad.is_protocol() && !bad.is_capability());
+        let (r, s, _) = ok(json!({"requestState": "abc"})).unwrap();
+        assert!(r.is_empty());
+        assert_eq!(s.as_deref(), Some("abc"));
+    }
+}

@@ -1,0 +1,56 @@
+//! Two small future combinators, so the crate needs no runtime features
+//! beyond tokio's `sync` and `time`.
+
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+
+use crate::{CancelToken, Error};
+
+/// Runs `fut` until it finishes or `cancel` fires (MRTR-C-A3: cancel at any
+/// point). Dropping `fut` is how the request in flight is abandoned.
+pub(crate) async fn cancellable<T>(
+    cancel: Option<&CancelToken>,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let Some(cancel) = cancel else {
+        return fut.await;
+    };
+    if cancel.is_cancelled() {
+        return Err(Error::cancelled());
+    }
+    let mut fut = pin!(fut);
+    let mut stop = pin!(cancel.cancelled());
+    poll_fn(|cx| {
+        if stop.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(Error::cancelled()));
+        }
+        fut.as_mut().poll(cx)
+    })
+    .await
+}
+
+/// Polls every future until all are done; results in input order. Used to
+/// fulfil the entries of one round concurrently (at most 16).
+pub(crate) async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
+    let mut futs: Vec<_> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futs.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *slot = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}

@@ -1,0 +1,167 @@
+//! The contract between the client and the thing that moves its bytes.
+//!
+//! A [`Transport`] sends one JSON-RPC request and hands back its
+//! [`Frames`]: the notifications that relate to the request (progress, log
+//! messages, listen-stream notifications) and then the final response. It
+//! also sends notifications. It never interprets results: the client
+//! decides on the JSON-RPC body (HTTP-A4).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tern_proto::McpHeaders;
+use tern_proto::decode::Message;
+use tern_types::RequestId;
+use tokio::sync::mpsc;
+
+use crate::Error;
+
+/// A boxed, sendable future, as the object-safe traits of this crate
+/// return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One request, ready to go out.
+#[derive(Clone, Debug)]
+pub struct OutboundRequest {
+    /// The request id; unique among the client's requests (BASE-3).
+    pub id: RequestId,
+    /// The method, also in the body.
+    pub method: String,
+    /// The encoded request, compact and on one line (STDIO-2).
+    pub body: Bytes,
+    /// The mirrored headers (values already encoded, HTTP-C16/C17):
+    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
+    /// `Mcp-Param-*` of annotated arguments. Transports without a header
+    /// layer ignore them.
+    pub headers: McpHeaders,
+    /// The request's `progressToken`, so a transport that multiplexes
+    /// (stdio) can route progress notifications (PROG-S4).
+    pub progress_token: Option<Value>,
+}
+
+/// One notification, ready to go out.
+#[derive(Clone, Debug)]
+pub struct OutboundNotification {
+    /// The notification method, e.g. `notifications/cancelled`.
+    pub method: String,
+    /// The encoded notification, compact and on one line.
+    pub body: Bytes,
+}
+
+/// Moves the client's messages. Implementations: the Streamable HTTP
+/// client of `tern-http` and the stdio client of `tern-stdio`, or an
+/// in-memory one in tests.
+///
+/// What the client assumes:
+/// - [`request`](Self::request) returns once the request was handed over;
+///   the response arrives through the returned [`Frames`], preceded by any
+///   notifications that relate to this request.
+/// - Frames end after the final response (a result or error with the
+///   request's id). A transport that cannot deliver one yields an `Err`
+///   frame or ends the stream; it never hangs silently once it knows the
+///   request is lost (a child that exited, a closed connection).
+/// - Dropping the [`Frames`] before the response means the client no longer
+///   wants it: the transport cancels the request in its own way (closing
+///   the HTTP stream, or `notifications/cancelled` on stdio, CANC-C1).
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one request.
+    fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, Error>>;
+
+    /// Sends one notification; nothing comes back.
+    fn notify(&self, notification: OutboundNotification) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// Whether this transport mirrors `_meta` and arguments into headers
+    /// (HTTP). When true the client validates `x-mcp-header` annotations,
+    /// drops tools whose annotations are invalid from `tools/list`
+    /// (HTTP-XMH-C3) and computes `Mcp-Param-*` headers (HTTP-XMH-C4).
+    fn mirrors_headers(&self) -> bool {
+        false
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, Error>> {
+        (**self).request(request)
+    }
+    fn notify(&self, notification: OutboundNotification) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).notify(notification)
+    }
+    fn mirrors_headers(&self) -> bool {
+        (**self).mirrors_headers()
+    }
+}
+
+type OnDrop = Box<dyn FnOnce() + Send>;
+
+/// The incoming side of one request: its notifications, then its response.
+///
+/// A transport creates it from a channel it feeds. If the holder drops it
+/// before the final response arrived, the cancel hook given to
+/// [`with_cancel`](Self::with_cancel) runs (CANC-C1).
+pub struct Frames {
+    rx: mpsc::Receiver<Result<Message, Error>>,
+    on_cancel: Option<OnDrop>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Frames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frames").field("done", &self.done).finish()
+    }
+}
+
+impl Frames {
+    /// Frames fed through `rx`; nothing special happens on drop.
+    pub fn new(rx: mpsc::Receiver<Result<Message, Error>>) -> Self {
+        Frames {
+            rx,
+            on_cancel: None,
+            done: false,
+        }
+    }
+
+    /// Frames fed through `rx`; `on_cancel` runs if they are dropped before
+    /// a response (or an error) was read.
+    pub fn with_cancel(
+        rx: mpsc::Receiver<Result<Message, Error>>,
+        on_cancel: impl FnOnce() + Send + 'static,
+    ) -> Self {
+        Frames {
+            rx,
+            on_cancel: Some(Box::new(on_cancel)),
+            done: false,
+        }
+    }
+
+    /// A request answered at once with this one message.
+    pub fn ready(message: Message) -> Self {
+        let (tx, rx) = mpsc::channel(1);
+        // Cannot fail: the channel is new and has room for one.
+        let _ = tx.try_send(Ok(message));
+        Frames::new(rx)
+    }
+
+    /// The next frame; `None` when the transport ended the stream.
+    pub async fn next(&mut self) -> Option<Result<Message, Error>> {
+        let item = self.rx.recv().await;
+        match &item {
+            Some(Ok(Message::Result(_) | Message::Error(_))) | Some(Err(_)) | None => {
+                self.done = true;
+            }
+            _ => {}
+        }
+        item
+    }
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        if !self.done
+            && let Some(f) = self.on_cancel.take()
+        {
+            f();
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The client's API tests: the MRTR driver against a real `tern_server`
+//! back to back in memory, and against a scripted transport.
+
+mod api {
+    mod flows;
+    mod scripted;
+    mod support;
+}
