@@ -7,10 +7,10 @@
 //! authentication hook. With `client` it is a client transport that sends
 //! the mirrored headers and decides on the JSON-RPC body.
 
-#[cfg(feature = "client")]
-mod client;
 #[cfg(feature = "server")]
 mod auth;
+#[cfg(feature = "client")]
+mod client;
 #[cfg(feature = "server")]
 mod server;
 
