@@ -1,2 +1,220 @@
-//! The `tern` command.
-fn main() {}
+//! The `tern` command: serve the reference workload, call a server while
+//! walking a person through its questions, discover a server, run the demo,
+//! and manage key rings.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line program talks to its user"
+)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+mod keys;
+mod serve;
+mod workload;
+
+/// Tern: MCP 2026-07-28 with multi round-trip requests.
+#[derive(Debug, Parser)]
+#[command(name = "tern", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the reference workload over HTTP or stdio.
+    Serve(ServeArgs),
+    /// Call a tool, get a prompt or read a resource, answering the server's
+    /// questions in the terminal.
+    Call(CallArgs),
+    /// Show a server's versions, capabilities, tools, prompts and resources.
+    Discover(DiscoverArgs),
+    /// Start the reference server in-process and walk through the deploy flow.
+    Demo(DemoArgs),
+    /// Manage a key ring file (new, add, activate, retire).
+    Keys(KeysArgs),
+}
+
+/// `tern serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve Streamable HTTP on this address (default 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    pub(crate) http: Option<String>,
+    /// Serve newline-delimited JSON on stdin/stdout.
+    #[arg(long)]
+    pub(crate) stdio: bool,
+    /// The key ring file (created 0600 on first run). Default: tern/keys.json
+    /// in the platform data directory (HTTP only).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) keys: Option<PathBuf>,
+    /// The replay store: memory, sqlite:PATH or redis://HOST:PORT.
+    #[arg(long, value_name = "STORE")]
+    pub(crate) replay: Option<String>,
+    /// The lifetime of a requestState, in seconds.
+    #[arg(long, value_name = "SECS", env = "TERN_STATE_TTL_SECS")]
+    pub(crate) state_ttl: Option<u64>,
+    /// The most input rounds a flow may take.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_rounds: Option<u8>,
+    /// Worker threads of the runtime (default: the core count).
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+    /// The resource id bound into every state (default: the key file's).
+    #[arg(long, value_name = "ID")]
+    pub(crate) resource_id: Option<String>,
+    /// The number of instances sharing this deployment (needs a shared
+    /// replay store when above 1).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) instances: u32,
+}
+
+/// Where a client connects: a URL, or a command to spawn over stdio.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct TargetArgs {
+    /// The server's Streamable HTTP URL.
+    #[arg(value_name = "URL", required_unless_present = "cmd")]
+    pub(crate) url: Option<String>,
+    /// A command that starts a stdio server, e.g. 'tern serve --stdio'.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
+    pub(crate) cmd: Option<String>,
+}
+
+/// `tern call`.
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// `tool NAME`, `prompt NAME` or `read URI`, then `key=value` arguments.
+    #[arg(value_name = "WHAT", num_args = 2.., trailing_var_arg = true, required = true)]
+    pub(crate) what: Vec<String>,
+    /// An OpenAI-compatible chat-completions endpoint for sampling (key from
+    /// OPENAI_API_KEY or TERN_MODEL_KEY).
+    #[arg(long, value_name = "URL")]
+    pub(crate) model_url: Option<String>,
+    /// The model name sent to --model-url.
+    #[arg(long, value_name = "NAME", default_value = "gpt-4o-mini")]
+    pub(crate) model: String,
+    /// A command that answers sampling requests: it reads the request JSON on
+    /// stdin and prints the text.
+    #[arg(long, value_name = "COMMAND")]
+    pub(crate) sampling_cmd: Option<String>,
+    /// A root to expose (repeatable; default: the current directory).
+    #[arg(long = "root", value_name = "DIR")]
+    pub(crate) roots: Vec<PathBuf>,
+    /// Do not declare roots.
+    #[arg(long)]
+    pub(crate) no_roots: bool,
+    /// Do not declare sampling.
+    #[arg(long)]
+    pub(crate) no_sampling: bool,
+    /// Do not declare elicitation.
+    #[arg(long)]
+    pub(crate) no_elicitation: bool,
+    /// Declare form-mode elicitation only (no URL mode).
+    #[arg(long)]
+    pub(crate) form_only: bool,
+    /// Answers by input key, as a JSON object file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) answers: Option<PathBuf>,
+    /// Accept forms with required booleans true and other fields from their
+    /// defaults; never consents to a URL.
+    #[arg(long)]
+    pub(crate) yes: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Print each round with its timing and state size.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+}
+
+/// `tern discover`.
+#[derive(Debug, Args)]
+pub(crate) struct DiscoverArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `tern demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Answer every question as `--yes` would (the default without a
+    /// terminal).
+    #[arg(long)]
+    pub(crate) yes: bool,
+}
+
+/// `tern keys`.
+#[derive(Debug, Args)]
+pub(crate) struct KeysArgs {
+    #[command(subcommand)]
+    pub(crate) action: KeysAction,
+}
+
+/// What to do to a key ring file.
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysAction {
+    /// Create a key file with one active key (refuses to overwrite).
+    New {
+        /// The key file.
+        file: PathBuf,
+        /// The resource id bound into every state (default: random).
+        #[arg(long)]
+        resource_id: Option<String>,
+    },
+    /// Add a verify-only key; prints its kid. Publish it to every instance
+    /// before activating it.
+    Add {
+        /// The key file.
+        file: PathBuf,
+    },
+    /// Make a key active; the previous active key stays verify-only for a
+    /// grace period.
+    Activate {
+        /// The key file.
+        file: PathBuf,
+        /// The key id.
+        kid: u32,
+        /// Seconds the previous key keeps verifying (default 690).
+        #[arg(long)]
+        grace: Option<u64>,
+    },
+    /// Retire a key: states sealed with it no longer open.
+    Retire {
+        /// The key file.
+        file: PathBuf,
+        /// The key id.
+        kid: u32,
+    },
+    /// Print the key ids and roles (never the secrets).
+    List {
+        /// The key file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a),
+        Command::Keys(a) => keys::run(a),
+        Command::Call(_) | Command::Discover(_) | Command::Demo(_) => {
+            Err("not available yet".to_owned())
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! `tern keys`: the key ring file a fleet shares (SECURITY.md §3.3). Each
+//! step is a pure change to the file; rotation runs publish (add), then
+//! activate, then retire after the grace period, so no flow fails.
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use tern::seal::{DEFAULT_GRACE_SECS, KeyFile};
+
+use crate::{KeysAction, KeysArgs};
+
+pub(crate) fn read(path: &Path) -> Result<KeyFile, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    KeyFile::from_json(&text).map_err(|e| format!("bad key file {}: {e}", path.display()))
+}
+
+/// Writes the key file with mode 0600, replacing it atomically.
+pub(crate) fn write(path: &Path, file: &KeyFile, create_new: bool) -> Result<(), String> {
+    let json = file.to_json().map_err(|e| e.to_string())?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    let target = if create_new {
+        path.to_path_buf()
+    } else {
+        tmp.clone()
+    };
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&target)
+        .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+    f.write_all(json.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+    if !create_new {
+        std::fs::rename(&tmp, path)
+            .map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "activation stamps the grace period with wall time"
+)]
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+pub(crate) fn run(args: KeysArgs) -> Result<ExitCode, String> {
+    match args.action {
+        KeysAction::New { file, resource_id } => {
+            let rid = resource_id.unwrap_or_else(|| {
+                let b = tern::seal::random_bytes::<16>();
+                format!(
+                    "urn:tern:{}",
+                    b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+                )
+            });
+            let kf = KeyFile::generate(rid.clone()).map_err(|e| e.to_string())?;
+            write(&file, &kf, true)?;
+            println!(
+                "created {} (resource id {rid}, active kid {})",
+                file.display(),
+                kf.key_ring().map_err(|e| e.to_string())?.active_kid()
+            );
+        }
+        KeysAction::Add { file } => {
+            let mut kf = read(&file)?;
+            let kid = kf.add_key().map_err(|e| e.to_string())?;
+            write(&file, &kf, false)?;
+            println!("{kid}");
+        }
+        KeysAction::Activate { file, kid, grace } => {
+            let mut kf = read(&file)?;
+            kf.activate(kid, now(), grace.unwrap_or(DEFAULT_GRACE_SECS))
+                .map_err(|e| e.to_string())?;
+            write(&file, &kf, false)?;
+            println!("kid {kid} is active");
+        }
+        KeysAction::Retire { file, kid } => {
+            let mut kf = read(&file)?;
+            kf.retire(kid).map_err(|e| e.to_string())?;
+            write(&file, &kf, false)?;
+            println!("kid {kid} is retired");
+        }
+        KeysAction::List { file } => {
+            let kf = read(&file)?;
+            println!("resource id: {}", kf.resource_id);
+            for k in &kf.keys {
+                let until = k
+                    .verify_until
+                    .map(|t| format!(" (verifies until {t})"))
+                    .unwrap_or_default();
+                println!("kid {:>4}  {:?}{until}", k.kid, k.role);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

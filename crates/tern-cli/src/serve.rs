@@ -1,0 +1,201 @@
+//! `tern serve`: the reference workload over Streamable HTTP or stdio, with
+//! the secure defaults of SECURITY.md (a key file and a durable replay
+//! store over HTTP; an ephemeral key and a memory store over stdio).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tern::http::{Anonymous, HttpOptions};
+use tern::seal::{KeyFile, KeyRing, MemoryReplayStore, ReplayStore};
+use tern::server::{Config, Server};
+use tern_replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
+
+use crate::ServeArgs;
+use crate::workload::{self, Logins};
+
+/// The platform data directory: `$XDG_DATA_HOME/tern`, else
+/// `~/.local/share/tern`.
+pub(crate) fn data_dir() -> Result<PathBuf, String> {
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("tern"));
+    }
+    let home = std::env::var_os("HOME")
+        .ok_or("neither XDG_DATA_HOME nor HOME is set; pass --keys and --replay")?;
+    Ok(PathBuf::from(home).join(".local/share/tern"))
+}
+
+/// Loads the key file, creating it (mode 0600) on first run.
+pub(crate) fn load_or_create_keys(path: &std::path::Path) -> Result<KeyFile, String> {
+    if path.exists() {
+        return crate::keys::read(path);
+    }
+    let rid = format!(
+        "urn:tern:{}",
+        tern::seal::random_bytes::<16>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    let kf = KeyFile::generate(rid).map_err(|e| e.to_string())?;
+    crate::keys::write(path, &kf, true)?;
+    tracing::info!(path = %path.display(), "created key file");
+    Ok(kf)
+}
+
+async fn replay_store(spec: &str) -> Result<Arc<dyn ReplayStore>, String> {
+    if spec == "memory" {
+        return Ok(Arc::new(MemoryReplayStore::new()));
+    }
+    if let Some(path) = spec.strip_prefix("sqlite:") {
+        let store = SqliteReplayStore::open(path, SqliteOptions::default())
+            .map_err(|e| format!("cannot open replay store {path}: {e}"))?;
+        return Ok(Arc::new(store));
+    }
+    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+        let store = RedisReplayStore::connect(spec, RedisOptions::default())
+            .await
+            .map_err(|e| format!("cannot use Redis at {spec}: {e}"))?;
+        return Ok(Arc::new(store));
+    }
+    Err(format!(
+        "unknown replay store {spec:?}: use memory, sqlite:PATH or redis://HOST:PORT"
+    ))
+}
+
+/// Everything `serve` resolves before it binds.
+pub(crate) struct Prepared {
+    pub(crate) server: Server,
+    pub(crate) logins: Arc<Logins>,
+}
+
+/// Builds the reference server from the flags.
+pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
+    let (keys, file_rid): (Option<KeyRing>, Option<String>) = match (&args.keys, args.stdio) {
+        (Some(path), _) => {
+            let kf = load_or_create_keys(path)?;
+            (
+                Some(
+                    kf.key_ring()
+                        .map_err(|e| format!("bad key file {}: {e}", path.display()))?,
+                ),
+                Some(kf.resource_id.clone()),
+            )
+        }
+        // stdio: a random per-process key; a restart invalidates every state.
+        (None, true) => (None, None),
+        (None, false) => {
+            let path = data_dir()?.join("keys.json");
+            let kf = load_or_create_keys(&path)?;
+            (
+                Some(
+                    kf.key_ring()
+                        .map_err(|e| format!("bad key file {}: {e}", path.display()))?,
+                ),
+                Some(kf.resource_id.clone()),
+            )
+        }
+    };
+    let replay = match (&args.replay, args.stdio) {
+        (Some(spec), _) => replay_store(spec).await?,
+        (None, true) => Arc::new(MemoryReplayStore::new()),
+        (None, false) => {
+            let dir = data_dir()?;
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            replay_store(&format!("sqlite:{}", dir.join("replay.db").display())).await?
+        }
+    };
+    let mut config = Config::default();
+    if let Some(t) = args.state_ttl {
+        config.state_ttl = Duration::from_secs(t);
+    }
+    if let Some(r) = args.max_rounds {
+        config.max_rounds = r;
+    }
+    let logins = Arc::new(Logins::default());
+    let mut builder = Server::builder("tern", env!("CARGO_PKG_VERSION"))
+        .config(config)
+        .replay_store(replay)
+        .instances(args.instances);
+    if let Some(k) = keys {
+        builder = builder.keys(k);
+    }
+    if let Some(rid) = args.resource_id.clone().or(file_rid) {
+        builder = builder.resource_id(&rid);
+    }
+    let server = workload::server(builder, logins.clone())
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Prepared { server, logins })
+}
+
+pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    init_logging();
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(n) = args.threads {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async move {
+        let prepared = prepare(&args).await?;
+        if args.stdio {
+            serve_stdio(prepared).await
+        } else {
+            let addr = args.http.as_deref().unwrap_or("127.0.0.1:8080");
+            serve_http(prepared, addr).await
+        }
+    })
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Logs go to stderr only: stdout carries the protocol under --stdio.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .try_init();
+}
+
+/// Binds `addr` and serves until Ctrl-C.
+pub(crate) async fn serve_http(prepared: Prepared, addr: &str) -> Result<ExitCode, String> {
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|_| format!("not an address: {addr} (expected HOST:PORT)"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    prepared.logins.set_base_url(format!("http://{local}"));
+    let app = tern::http::router(prepared.server, HttpOptions::default(), Arc::new(Anonymous))
+        .merge(workload::login_routes(prepared.logins));
+    eprintln!("tern: serving http://{local}/mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| format!("server failed: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_stdio(prepared: Prepared) -> Result<ExitCode, String> {
+    // The sign-in pages need a browser-reachable port of their own.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot open the sign-in port: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    prepared.logins.set_base_url(format!("http://{local}"));
+    let pages = workload::login_routes(prepared.logins);
+    tokio::spawn(async move { axum::serve(listener, pages).await });
+    tern::stdio::serve(prepared.server, tern::stdio::StdioOptions::default())
+        .await
+        .map_err(|e| format!("stdio failed: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
