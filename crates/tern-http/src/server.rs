@@ -219,10 +219,16 @@ fn mcp_headers(headers: &HeaderMap) -> Result<McpHeaders, McpError> {
 
 fn accepts_sse(headers: &HeaderMap) -> bool {
     // Lenient (DIGEST §11 A16): no Accept at all allows either form.
-    match headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) {
-        None => true,
-        Some(a) => a.contains("text/event-stream") || a.contains("*/*"),
+    // Several Accept lines form one list (RFC 9110 §5.3).
+    let mut values = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .peekable();
+    if values.peek().is_none() {
+        return true;
     }
+    values.any(|a| a.contains("text/event-stream") || a.contains("*/*"))
 }
 
 async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

@@ -1,0 +1,320 @@
+//! The Streamable HTTP server over real loopback sockets, hostile input
+//! included (DIGEST §7.3, HTTP-A5, HTTP status code summary).
+#![cfg(all(feature = "server", feature = "client"))]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tern_http::{HttpOptions, spawn};
+use tern_server::{Progress, Server, ToolResult};
+
+async fn slow(progress: Progress) -> ToolResult {
+    for p in [1.0, 2.0] {
+        progress.notify(p, Some(2.0), None).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ToolResult::text("done")
+}
+
+async fn hello() -> ToolResult {
+    ToolResult::text("hello")
+}
+
+async fn start() -> SocketAddr {
+    let server = Server::builder("t", "1")
+        .tool("hello", "says hello", hello)
+        .tool("slow", "reports progress", slow)
+        .build()
+        .unwrap();
+    let options = HttpOptions {
+        max_body: 64 * 1024,
+        ..HttpOptions::default()
+    };
+    let (addr, _task) = spawn("127.0.0.1:0".parse().unwrap(), server, options)
+        .await
+        .unwrap();
+    addr
+}
+
+fn body(method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+}
+
+fn post(addr: SocketAddr, method: &str, name: Option<&str>) -> reqwest::RequestBuilder {
+    let mut r = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(n) = name {
+        r = r.header("mcp-name", n);
+    }
+    r
+}
+
+async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert!(
+        !text.trim_end().contains('\n'),
+        "one line per body (HTTP-S7): {text:?}"
+    );
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_call_is_answered_with_one_line_of_json() {
+    let addr = start().await;
+    let r = post(addr, "tools/call", Some("hello"))
+        .body(body("tools/call", json!({"name": "hello"})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let (status, v) = json_of(r).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["id"], 7);
+    assert_eq!(v["result"]["content"][0]["text"], "hello");
+    assert_eq!(v["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn progress_turns_the_answer_into_sse() {
+    // HTTP-S18, HTTP-A3: notifications first, then the response ends it.
+    let addr = start().await;
+    let mut b = body("tools/call", json!({"name": "slow"}));
+    b["params"]["_meta"]["progressToken"] = json!("p1");
+    let r = post(addr, "tools/call", Some("slow"))
+        .body(b.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    assert_eq!(r.headers()["x-accel-buffering"], "no");
+    let text = r.text().await.unwrap();
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{text}");
+    assert_eq!(events[0]["method"], "notifications/progress");
+    assert_eq!(events[0]["params"]["progressToken"], "p1");
+    assert_eq!(events[1]["params"]["progress"], 2.0);
+    assert_eq!(events[2]["result"]["content"][0]["text"], "done");
+}
+
+#[tokio::test]
+async fn json_only_clients_get_json_without_notifications() {
+    let addr = start().await;
+    let mut b = body("tools/call", json!({"name": "slow"}));
+    b["params"]["_meta"]["progressToken"] = json!("p1");
+    let r = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "slow")
+        .body(b.to_string())
+        .send()
+        .await
+        .unwrap();
+    let (status, v) = json_of(r).await;
+    assert_eq!(
+        (status, v["result"]["content"][0]["text"].clone()),
+        (StatusCode::OK, json!("done"))
+    );
+}
+
+#[tokio::test]
+async fn get_and_delete_are_405() {
+    // COMPAT-S3.
+    let addr = start().await;
+    let c = reqwest::Client::new();
+    assert_eq!(
+        c.get(format!("http://{addr}/mcp"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        405
+    );
+    assert_eq!(
+        c.delete(format!("http://{addr}/mcp"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        405
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_403_and_loopback_ones_pass() {
+    // HTTP-S2, HTTP-A1: DNS rebinding protection.
+    let addr = start().await;
+    let b = body("tools/list", json!({}));
+    let r = post(addr, "tools/list", None)
+        .header("origin", "http://evil.example.com")
+        .body(b.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = post(addr, "tools/list", None)
+        .header("origin", format!("http://localhost:{}", addr.port()))
+        .body(b.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_413_without_reading_it_whole() {
+    let addr = start().await;
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(100 * 1024)
+    );
+    let r = post(addr, "tools/list", None)
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    let (status, v) = json_of(r).await;
+    assert_eq!(status, 413);
+    assert_eq!(v["error"]["code"], -32600);
+    // A streamed body with no length is cut off at the cap too.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..200).map(|_| Ok(vec![b' '; 1024])).collect();
+    let stream = reqwest::Body::wrap_stream(futures_util_stream(chunks));
+    let r = post(addr, "tools/list", None)
+        .body(stream)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+}
+
+fn futures_util_stream(
+    chunks: Vec<Result<Vec<u8>, std::io::Error>>,
+) -> impl futures_core::Stream<Item = Result<Vec<u8>, std::io::Error>> + Send + 'static {
+    struct It(std::vec::IntoIter<Result<Vec<u8>, std::io::Error>>);
+    impl futures_core::Stream for It {
+        type Item = Result<Vec<u8>, std::io::Error>;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            std::task::Poll::Ready(self.0.next())
+        }
+    }
+    It(chunks.into_iter())
+}
+
+#[tokio::test]
+async fn header_checks_follow_the_validation_order() {
+    // HTTP-A5 steps 6, 7, 10, 12 and their statuses.
+    let addr = start().await;
+    let b = body("tools/call", json!({"name": "hello"}));
+    let c = reqwest::Client::new();
+    let no_version = c
+        .post(format!("http://{addr}/mcp"))
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "hello")
+        .body(b.to_string());
+    let (s, v) = json_of(no_version.send().await.unwrap()).await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020))
+    );
+    let (s, v) = json_of(
+        post(addr, "TOOLS/CALL", Some("hello"))
+            .body(b.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020))
+    );
+    let (s, v) = json_of(
+        post(addr, "tools/call", Some("other"))
+            .body(b.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020))
+    );
+    // HTTP-9: surrounding whitespace is trimmed; names are case-insensitive.
+    let padded = c
+        .post(format!("http://{addr}/mcp"))
+        .header("MCP-PROTOCOL-VERSION", "2026-07-28")
+        .header("MCP-METHOD", "tools/call")
+        .header("mcp-name", "  hello  ")
+        .body(b.to_string());
+    assert_eq!(json_of(padded.send().await.unwrap()).await.0, 200);
+    let (s, v) = json_of(
+        post(addr, "ping", None)
+            .body(body("ping", json!({})).to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::NOT_FOUND, json!(-32601))
+    );
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_parse_errors_and_notifications_202() {
+    let addr = start().await;
+    let (s, v) = json_of(
+        post(addr, "tools/list", None)
+            .body("{not json")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone(), v.get("id").is_none()),
+        (StatusCode::BAD_REQUEST, json!(-32700), true)
+    );
+    let (s, v) = json_of(
+        post(addr, "tools/list", None)
+            .body("[]")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32600))
+    );
+    let r = post(addr, "notifications/cancelled", None)
+        .body(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    assert!(r.text().await.unwrap().is_empty());
+}
