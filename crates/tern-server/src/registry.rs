@@ -18,9 +18,16 @@ pub struct RouteLimits {
     /// The lifetime of a state this route issues.
     pub state_ttl: Option<Duration>,
     /// The route ends in an irreversible effect guarded by
-    /// [`crate::SingleUse`] (SECURITY.md §3.9): the server then refuses to
-    /// start with a replay store that forgets across restarts.
+    /// [`crate::SingleUse`] (SECURITY.md §3.9): every state this route
+    /// issues opens at most once (a replayed or forked round is refused with
+    /// the uniform -32602), and the server refuses to start with a replay
+    /// store that forgets across restarts.
     pub single_use: bool,
+    /// Single use, and the final result is kept under the flow's key: a
+    /// replay of the last round by the same principal gets the same result
+    /// again instead of an error, and the effect does not run twice (the
+    /// idempotency-key pattern, SECURITY.md §3.9).
+    pub idempotent: bool,
 }
 
 /// A tool: its `tools/list` entry and how it runs.
@@ -106,6 +113,15 @@ impl ToolDef {
     #[must_use]
     pub fn single_use(mut self) -> Self {
         self.limits.single_use = true;
+        self
+    }
+
+    /// Makes the tool single-use with its final result kept for replays
+    /// (see [`RouteLimits::idempotent`]).
+    #[must_use]
+    pub fn idempotent(mut self) -> Self {
+        self.limits.single_use = true;
+        self.limits.idempotent = true;
         self
     }
 

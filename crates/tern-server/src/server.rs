@@ -18,7 +18,8 @@ use tern_proto::finish::{
 use tern_proto::headers::{decode_header_value, header_matches};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{
-    Claims, Durability, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore, random_bytes,
+    Claims, ConsumeKey, Consumed, Durability, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore,
+    random_bytes,
 };
 use tern_types::{CacheScope, Implementation, RequestId, meta_keys};
 use tokio::sync::broadcast;
@@ -183,6 +184,7 @@ pub struct ServerBuilder {
     replay: Option<Arc<dyn ReplayStore>>,
     instances: u32,
     single_use: bool,
+    idempotent: bool,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -210,6 +212,7 @@ impl Server {
             replay: None,
             instances: 1,
             single_use: false,
+            idempotent: false,
         }
     }
 
@@ -596,6 +599,14 @@ impl Server {
                 return Err(McpError::InvalidState);
             }
         };
+        // Route-level single use: each state opens once, after
+        // authorization and before the handler (SECURITY.md §3.9).
+        if limits.single_use
+            && let Some(body) = &prev
+            && let Some(replayed) = self.consume_state(body, &pfp, limits.idempotent).await?
+        {
+            return Ok(replayed);
+        }
         let caps = a.meta.client_capabilities.clone();
         let ask_cx = Arc::new(match &prev {
             Some(body) => AskContext {
@@ -643,6 +654,9 @@ impl Server {
                     self.cache_hints(&mut r);
                 }
                 stamp_complete(&mut r, Some(info));
+                if limits.idempotent && prev.is_some() {
+                    self.keep_result(&fid, &pfp, &r).await;
+                }
                 Ok(r)
             }
             Outcome::ToolError(msg) if method == "tools/call" => {
@@ -709,6 +723,47 @@ impl Server {
                 let requests = requests_map(&p);
                 input_required(&method, requests, Some(token), Some(info))
             }
+        }
+    }
+
+    /// Consumes the state's id. A replay is refused, unless the route keeps
+    /// results and this principal's result is there, which is returned.
+    async fn consume_state(
+        &self,
+        body: &StateBody,
+        pfp: &[u8; 32],
+        idempotent: bool,
+    ) -> Result<Option<Map<String, Value>>, McpError> {
+        let store = &self.inner.replay;
+        match store.consume(ConsumeKey::for_flow(&body.sid, "state"), marker_ttl(&self.inner.config)).await {
+            Ok(Consumed::FirstUse) => Ok(None),
+            Ok(Consumed::AlreadyUsed) => {
+                if idempotent
+                    && let Ok(Some(kept)) = store.get_result(ConsumeKey::for_flow(&body.fid, "result")).await
+                    && kept.owner == *pfp
+                    && let Ok(r) = serde_json::from_slice::<Map<String, Value>>(&kept.result)
+                {
+                    tracing::info!("replayed state answered with its kept result");
+                    return Ok(Some(r));
+                }
+                tracing::info!(reason = "already_consumed", "requestState refused");
+                self.inner.metrics.reject("already_consumed");
+                Err(McpError::InvalidState)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "replay store unavailable; failing closed");
+                self.inner.metrics.reject("store_unavailable");
+                Err(McpError::Unavailable)
+            }
+        }
+    }
+
+    async fn keep_result(&self, fid: &[u8; 16], pfp: &[u8; 32], result: &Map<String, Value>) {
+        let bytes = serde_json::to_vec(result).unwrap_or_default();
+        let key = ConsumeKey::for_flow(fid, "result");
+        if let Err(e) = self.inner.replay.put_result(key, *pfp, bytes, marker_ttl(&self.inner.config)).await {
+            // The effect happened; only the replay convenience is lost.
+            tracing::warn!(error = %e, "could not keep the result for replays");
         }
     }
 
@@ -935,6 +990,7 @@ impl ServerBuilder {
     #[must_use]
     pub fn tool_def(mut self, def: ToolDef) -> Self {
         self.single_use |= def.limits.single_use;
+        self.idempotent |= def.limits.idempotent;
         self.registry.tools.retain(|t| t.name != def.name);
         self.registry.tools.push(def);
         self
@@ -1049,6 +1105,9 @@ impl ServerBuilder {
             .replay
             .unwrap_or_else(|| Arc::new(MemoryReplayStore::new()));
         let durability = store.durability();
+        if self.idempotent && !store.keeps_results() {
+            return Err(BuildError("idempotent routes need a replay store that keeps results".into()));
+        }
         if persistent_keys && durability == Durability::Volatile && self.single_use {
             return Err(BuildError(
                 "single-use routes with persistent keys need a durable replay store: a restart would let a replay through".into(),

@@ -1,8 +1,7 @@
-//! Tern: an implementation of the Model Context Protocol, revision 2026-07-28,
-//! built around multi round-trip requests.
-//!
-//! This facade re-exports the paved path. Features: `server`, `client`,
-//! `stdio`, `http`.
+//! The paved path through Tern. Features: `server`, `client`, `stdio`,
+//! `http`. The project README follows; its Rust examples are compiled as
+//! doc tests.
+#![doc = include_str!("../../../README.md")]
 
 pub use tern_proto as proto;
 pub use tern_seal as seal;

@@ -144,3 +144,49 @@ async fn unsafe_deployments_refuse_to_start() {
             .is_ok()
     );
 }
+
+async fn transfer(ask: Ask, State(ledger): State<Ledger>) -> Result<ToolResult, Error> {
+    match ask.form::<Approval>("confirm_transfer", "Transfer?")? {
+        Elicited::Accepted(a) if a.approved => {
+            let n = ledger.redeemed.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(ToolResult::text(format!("transfer #{n} done")))
+        }
+        _ => Ok(ToolResult::text("no transfer")),
+    }
+}
+
+#[tokio::test]
+async fn an_idempotent_route_answers_a_replay_with_the_kept_result() {
+    // SECURITY.md §3.9: the idempotency-key pattern. The effect runs once;
+    // the same principal replaying the last round gets the same result;
+    // another principal gets the uniform refusal.
+    let h = Harness::new(
+        Server::builder("t", "1")
+            .replay_store(Arc::new(MemoryReplayStore::new()))
+            .state(Ledger::default())
+            .tool_def(ToolDef::new("transfer", "moves money once", transfer).idempotent()),
+    );
+    let alice = tern_proto::Principal::Static { secret_id: "alice".into() };
+    let first = call("transfer", json!({}), all_caps());
+    let r = result(&h.send_as(alice.clone(), &first).await);
+    let again = retry(&first, Some(&r["requestState"]), json!({"confirm_transfer": accept(json!({"approved": true}))}));
+    let one = result(&h.send_as(alice.clone(), &again).await);
+    let two = result(&h.send_as(alice.clone(), &again).await);
+    assert_eq!(text(one.clone()), "transfer #1 done");
+    assert_eq!(one, two, "the replay gets the kept result, not a second effect");
+    let bob = tern_proto::Principal::Static { secret_id: "bob".into() };
+    assert_eq!(error(&h.send_as(bob, &again).await).0, -32602);
+}
+
+#[tokio::test]
+async fn a_forked_round_is_refused_on_a_single_use_route() {
+    // Answering the same round twice with different answers: the second
+    // fork never runs (SECURITY.md §3.9, forking).
+    let h = harness(Arc::new(MemoryReplayStore::new()));
+    let first = call("redeem", json!({}), all_caps());
+    let r = result(&h.send(&first).await);
+    let no = retry(&first, Some(&r["requestState"]), json!({"confirm_redeem": accept(json!({"approved": false}))}));
+    let yes = retry(&first, Some(&r["requestState"]), json!({"confirm_redeem": accept(json!({"approved": true}))}));
+    assert_eq!(text(result(&h.send(&no).await)), "not redeemed");
+    assert_eq!(error(&h.send(&yes).await).0, -32602);
+}
