@@ -12,6 +12,11 @@
 //!   `SET mrtr:v1:<hex> 1 NX PX <ttl>`; refuses a server that may evict keys.
 //! - [`check_deployment`]: the startup guards.
 //!
+//! Both backends also keep handler results under the consume key
+//! ([`tern_seal::ReplayStore::put_result`], SECURITY.md §3.9's
+//! idempotency-key pattern), so a replay by the same principal can be
+//! answered with the first use's result instead of a refusal.
+//!
 //! A wrongly accepted replay repeats an irreversible effect (a second
 //! payment); a wrongly refused retry only makes a client restart its flow.
 //! So both backends fail closed: a store that is down, slow or full returns
@@ -42,8 +47,8 @@ mod sqlite;
 // The public surface, one name per type.
 pub use guard::{Deployment, GuardError, check_deployment};
 pub use redis_store::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RedisConnectError, RedisOptions,
-    RedisReplayStore,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RESULT_KEY_PREFIX,
+    RedisConnectError, RedisOptions, RedisReplayStore,
 };
 pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, SqliteOpenError,

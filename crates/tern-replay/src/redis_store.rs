@@ -4,18 +4,34 @@
 //! `SET … NX` is atomic on the server, so of any number of clients racing on
 //! one key exactly one gets `OK`. The marker's TTL counts on the server's
 //! clock, never the caller's.
+//!
+//! Stored results (SECURITY.md §3.9, idempotency-key pattern) are one more
+//! key per use: `SET mrtr:v1:res:<hex> <owner ‖ result> PX ttl`, read back
+//! with `GET`, both under the command timeout. The value is the 32-byte
+//! owner fingerprint followed by the result bytes, so one round trip reads
+//! both.
 
 use std::fmt;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Value};
-use tern_seal::{BoxFuture, ConsumeKey, Consumed, Durability, ReplayStore, StoreError};
+use tern_seal::{
+    BoxFuture, ConsumeKey, Consumed, Durability, ReplayStore, StoreError, StoredResult,
+    check_result_size,
+};
 use tokio::time::timeout;
 
 /// Prefix of every marker key: `mrtr:v1:<hex key>` (SECURITY.md §3.9). The
 /// version lets a future key derivation live beside this one.
 pub const KEY_PREFIX: &str = "mrtr:v1:";
+
+/// Prefix of every stored-result key: `mrtr:v1:res:<hex key>`. `res:` is not
+/// hex, so a result key never collides with a marker key.
+pub const RESULT_KEY_PREFIX: &str = "mrtr:v1:res:";
+
+/// Bytes of the owner fingerprint at the start of a stored-result value.
+const OWNER_LEN: usize = 32;
 
 /// Default bound on one command, after which `consume` fails closed with
 /// [`StoreError::Timeout`] (SECURITY.md §3.9: 250 ms).
@@ -121,6 +137,12 @@ pub enum RedisConnectError {
 /// down, slow or out of memory, `consume` returns a [`StoreError`] and the
 /// caller fails closed. After [`StoreError::Timeout`] the `SET` may still
 /// have landed, so the next attempt may see `AlreadyUsed` (at most once).
+///
+/// It [keeps results](ReplayStore::keeps_results), with the markers' reach
+/// and the same caveats: a result Redis loses only costs a refusal, but one
+/// that must not be seen by others is guarded by the owner check of the
+/// caller, not by Redis. While Redis is down, `get_result` fails; it never
+/// answers "no result".
 #[derive(Clone)]
 pub struct RedisReplayStore {
     manager: ConnectionManager,
@@ -233,6 +255,84 @@ impl ReplayStore for RedisReplayStore {
 
     fn durability(&self) -> Durability {
         Durability::Shared
+    }
+
+    fn keeps_results(&self) -> bool {
+        true
+    }
+
+    fn put_result(
+        &self,
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_result_size(&result)?;
+            let mut value = Vec::with_capacity(OWNER_LEN + result.len());
+            value.extend_from_slice(&owner);
+            value.extend_from_slice(&result);
+            let mut conn = self.manager.clone();
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(result_key(&key)).arg(value).arg("PX").arg(px(ttl));
+            let reply = timeout(self.command_timeout, cmd.query_async::<Value>(&mut conn))
+                .await
+                .map_err(|_| StoreError::Timeout("redis: SET result timed out".into()))?
+                .map_err(|e| store_error(&e))?;
+            match reply {
+                Value::Okay => Ok(()),
+                other => Err(StoreError::Unavailable(format!(
+                    "redis: unexpected SET reply {other:?}"
+                ))),
+            }
+        })
+    }
+
+    fn get_result(
+        &self,
+        key: ConsumeKey,
+    ) -> BoxFuture<'_, Result<Option<StoredResult>, StoreError>> {
+        Box::pin(async move {
+            let mut conn = self.manager.clone();
+            let mut cmd = redis::cmd("GET");
+            cmd.arg(result_key(&key));
+            let reply = timeout(self.command_timeout, cmd.query_async::<Value>(&mut conn))
+                .await
+                .map_err(|_| StoreError::Timeout("redis: GET result timed out".into()))?
+                .map_err(|e| store_error(&e))?;
+            match reply {
+                Value::Nil => Ok(None),
+                Value::BulkString(mut value) if value.len() >= OWNER_LEN => {
+                    let result = value.split_off(OWNER_LEN);
+                    let mut owner = [0; OWNER_LEN];
+                    owner.copy_from_slice(&value);
+                    Ok(Some(StoredResult { owner, result }))
+                }
+                // A value this store did not write: failing closed beats
+                // handing a result to an owner it cannot name.
+                other => Err(StoreError::Unavailable(format!(
+                    "redis: unexpected GET reply for a result ({})",
+                    describe(&other)
+                ))),
+            }
+        })
+    }
+}
+
+/// `mrtr:v1:res:<hex key>`.
+fn result_key(key: &ConsumeKey) -> String {
+    format!("{RESULT_KEY_PREFIX}{}", key.to_hex())
+}
+
+/// A reply's shape without its content: a stray value may be someone's
+/// data, and errors end up in logs.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => format!("{} bytes", bytes.len()),
+        Value::Int(_) => "an integer".into(),
+        Value::SimpleString(_) | Value::Okay => "a status".into(),
+        _ => "a value of another type".into(),
     }
 }
 

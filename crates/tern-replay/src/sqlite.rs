@@ -7,6 +7,12 @@
 //! row: the primary key makes it atomic across every connection and process
 //! on the file. Each store handle owns one connection on a worker thread of
 //! its own, so async callers never block on the disk.
+//!
+//! Stored results (SECURITY.md §3.9, idempotency-key pattern) live beside the
+//! markers in a `results` table `(id BLOB PRIMARY KEY, owner BLOB, result
+//! BLOB, exp INTEGER)`, written and read by the same worker and purged with
+//! the markers. It is an ordinary rowid table: rows of up to 64 KiB are too
+//! big for `WITHOUT ROWID`, which suits small rows.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -17,8 +23,11 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, params};
-use tern_seal::{BoxFuture, ConsumeKey, Consumed, Durability, ReplayStore, StoreError};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, params};
+use tern_seal::{
+    BoxFuture, ConsumeKey, Consumed, Durability, ReplayStore, StoreError, StoredResult,
+    check_result_size,
+};
 use tokio::sync::oneshot;
 
 /// Default wait for the database's write lock before `consume` gives up with
@@ -33,10 +42,18 @@ pub const DEFAULT_PURGE_INTERVAL: Duration = Duration::from_secs(60);
 /// maximum clock skew of SECURITY.md §3.3.
 pub const DEFAULT_PURGE_SKEW: Duration = Duration::from_secs(30);
 
+/// Both tables; `IF NOT EXISTS` also adds `results` to a file made before
+/// stored results existed.
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS markers (
     id BLOB PRIMARY KEY NOT NULL,
     exp INTEGER NOT NULL
-) WITHOUT ROWID";
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS results (
+    id BLOB PRIMARY KEY NOT NULL,
+    owner BLOB NOT NULL,
+    result BLOB NOT NULL,
+    exp INTEGER NOT NULL
+)";
 
 /// Inserts a marker, or revives one whose expiry has passed; changes exactly
 /// one row on first use and none while a live marker exists. An expired
@@ -46,6 +63,18 @@ const CONSUME: &str = "INSERT INTO markers (id, exp) VALUES (?1, ?2)
     ON CONFLICT(id) DO UPDATE SET exp = excluded.exp WHERE markers.exp <= ?3";
 
 const PURGE: &str = "DELETE FROM markers WHERE exp < ?1";
+
+const PURGE_RESULTS: &str = "DELETE FROM results WHERE exp < ?1";
+
+/// Stores a result, replacing any earlier one under the key (a revived
+/// business key's new use, or a retried write).
+const PUT_RESULT: &str = "INSERT INTO results (id, owner, result, exp) VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT(id) DO UPDATE SET owner = excluded.owner, result = excluded.result,
+    exp = excluded.exp";
+
+/// A live result only: an expired row is as good as absent even before a
+/// purge deletes it.
+const GET_RESULT: &str = "SELECT owner, result FROM results WHERE id = ?1 AND exp > ?2";
 
 /// How hard SQLite pushes each commit to the disk (`PRAGMA synchronous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -187,16 +216,34 @@ pub enum SqliteOpenError {
 /// closed. The key was not recorded, except after [`StoreError::Timeout`] or
 /// a dropped `consume` future, when the write may still land and the next
 /// attempt sees `AlreadyUsed` (at most once).
+///
+/// It [keeps results](ReplayStore::keeps_results), with the markers'
+/// durability: a result survives restarts and is seen by every process on
+/// the host.
 pub struct SqliteReplayStore {
     jobs: mpsc::Sender<Job>,
     path: PathBuf,
     synchronous: Synchronous,
 }
 
-struct Job {
-    key: ConsumeKey,
-    ttl: Duration,
-    reply: oneshot::Sender<Result<Consumed, StoreError>>,
+/// One request to the worker thread, with the channel for its answer.
+enum Job {
+    Consume {
+        key: ConsumeKey,
+        ttl: Duration,
+        reply: oneshot::Sender<Result<Consumed, StoreError>>,
+    },
+    PutResult {
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    GetResult {
+        key: ConsumeKey,
+        reply: oneshot::Sender<Result<Option<StoredResult>, StoreError>>,
+    },
 }
 
 impl SqliteReplayStore {
@@ -254,27 +301,67 @@ impl fmt::Debug for SqliteReplayStore {
     }
 }
 
+impl SqliteReplayStore {
+    /// Hands a job to the worker and awaits its answer. A worker that is
+    /// gone (it panicked) cannot record or read anything: fail closed
+    /// rather than guess, and never answer `Ok(None)` for a read.
+    async fn ask<T>(
+        &self,
+        job: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Job,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(job(reply))
+            .map_err(|_| StoreError::Unavailable("sqlite worker stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("sqlite worker stopped".into()))?
+    }
+}
+
 impl ReplayStore for SqliteReplayStore {
     fn consume(
         &self,
         key: ConsumeKey,
         ttl: Duration,
     ) -> BoxFuture<'_, Result<Consumed, StoreError>> {
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            // A worker that is gone (it panicked) cannot record anything:
-            // fail closed rather than guess.
-            self.jobs
-                .send(Job { key, ttl, reply })
-                .map_err(|_| StoreError::Unavailable("sqlite worker stopped".into()))?;
-            answer
-                .await
-                .map_err(|_| StoreError::Unavailable("sqlite worker stopped".into()))?
-        })
+        Box::pin(self.ask(move |reply| Job::Consume { key, ttl, reply }))
     }
 
     fn durability(&self) -> Durability {
         Durability::LocalDurable
+    }
+
+    fn keeps_results(&self) -> bool {
+        true
+    }
+
+    fn put_result(
+        &self,
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            // Refused before it reaches the worker's queue.
+            check_result_size(&result)?;
+            self.ask(move |reply| Job::PutResult {
+                key,
+                owner,
+                result,
+                ttl,
+                reply,
+            })
+            .await
+        })
+    }
+
+    fn get_result(
+        &self,
+        key: ConsumeKey,
+    ) -> BoxFuture<'_, Result<Option<StoredResult>, StoreError>> {
+        Box::pin(self.ask(move |reply| Job::GetResult { key, reply }))
     }
 }
 
@@ -344,10 +431,26 @@ struct Worker {
 impl Worker {
     /// Serves jobs until every handle to the store is dropped.
     fn run(&mut self, queue: &mpsc::Receiver<Job>) {
+        // A caller may have given up waiting; its loss, so failed sends
+        // are ignored.
         while let Ok(job) = queue.recv() {
-            let answer = self.consume(&job.key, job.ttl);
-            // The caller may have given up waiting; its loss.
-            let _ = job.reply.send(answer);
+            match job {
+                Job::Consume { key, ttl, reply } => {
+                    let _ = reply.send(self.consume(&key, ttl));
+                }
+                Job::PutResult {
+                    key,
+                    owner,
+                    result,
+                    ttl,
+                    reply,
+                } => {
+                    let _ = reply.send(self.put_result(&key, &owner, &result, ttl));
+                }
+                Job::GetResult { key, reply } => {
+                    let _ = reply.send(self.get_result(&key));
+                }
+            }
         }
     }
 
@@ -367,10 +470,55 @@ impl Worker {
         })
     }
 
-    /// Deletes long-expired markers, at most once per interval. Runs after
-    /// the caller's own write, and a failure is left for the next interval:
-    /// expired rows already count as unused, so a missed purge only costs
-    /// disk space.
+    fn put_result(
+        &mut self,
+        key: &ConsumeKey,
+        owner: &[u8; 32],
+        result: &[u8],
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let now = unix_millis()?;
+        let exp = now.saturating_add(millis(ttl));
+        self.conn
+            .prepare_cached(PUT_RESULT)
+            .and_then(|mut stmt| {
+                stmt.execute(params![&key.as_bytes()[..], &owner[..], result, exp])
+            })
+            .map_err(store_error)?;
+        self.maybe_purge(now);
+        Ok(())
+    }
+
+    fn get_result(&mut self, key: &ConsumeKey) -> Result<Option<StoredResult>, StoreError> {
+        let now = unix_millis()?;
+        let row: Option<(Vec<u8>, Vec<u8>)> = self
+            .conn
+            .prepare_cached(GET_RESULT)
+            .and_then(|mut stmt| {
+                stmt.query_row(params![&key.as_bytes()[..], now], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+            })
+            .map_err(store_error)?;
+        row.map(|(owner, result)| {
+            // A row this store did not write (or a damaged file): failing
+            // closed beats handing a result to an owner it cannot name.
+            let owner = <[u8; 32]>::try_from(owner.as_slice()).map_err(|_| {
+                StoreError::Unavailable(format!(
+                    "sqlite: stored result owner is {} bytes, not 32",
+                    owner.len()
+                ))
+            })?;
+            Ok(StoredResult { owner, result })
+        })
+        .transpose()
+    }
+
+    /// Deletes long-expired markers and results, at most once per interval.
+    /// Runs after the caller's own write, and a failure is left for the next
+    /// interval: expired rows already count as unused (or absent), so a
+    /// missed purge only costs disk space.
     fn maybe_purge(&mut self, now: i64) {
         if self
             .last_purge_ms
@@ -379,9 +527,9 @@ impl Worker {
             return;
         }
         self.last_purge_ms = Some(now);
-        let _ = self
-            .conn
-            .execute(PURGE, params![now.saturating_sub(self.purge_skew_ms)]);
+        let before = now.saturating_sub(self.purge_skew_ms);
+        let _ = self.conn.execute(PURGE, params![before]);
+        let _ = self.conn.execute(PURGE_RESULTS, params![before]);
     }
 }
 

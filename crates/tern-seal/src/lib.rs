@@ -49,6 +49,7 @@ pub use keyfile::{DEFAULT_GRACE_SECS, KeyFile, KeyFileEntry, KeyFileError};
 pub use keys::{KeyRing, KeyRingError, KeyRole, KeySpec, MasterSecret, SecretError};
 pub use random::random_bytes;
 pub use replay::{
-    BoxFuture, ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, Durability, MemoryReplayStore,
-    ReplayStore, StoreError,
+    BoxFuture, ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, DEFAULT_MEMORY_RESULT_BUDGET,
+    Durability, MAX_RESULT_BYTES, MemoryReplayStore, ReplayStore, StoreError, StoredResult,
+    check_result_size,
 };

@@ -19,6 +19,24 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// fails closed (SECURITY.md §3.9, defaults).
 pub const DEFAULT_MEMORY_CAPACITY: usize = 100_000;
 
+/// Largest result [`ReplayStore::put_result`] accepts, in bytes (64 KiB).
+///
+/// A stored result is a replayable answer, not a blob store: the cap keeps
+/// one handler from filling a shared store, and keeps a Redis value or
+/// SQLite row small enough to read under the command timeout. Bigger
+/// results are refused with [`StoreError::Full`].
+pub const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// Default bound of [`MemoryReplayStore`] on the bytes of live results
+/// (64 MiB, 1 024 results at [`MAX_RESULT_BYTES`]). Markers are bounded by
+/// count; results also need a byte bound, or 100 000 results of 64 KiB
+/// would be 6.4 GiB of process memory.
+pub const DEFAULT_MEMORY_RESULT_BUDGET: usize = 64 * 1024 * 1024;
+
+/// The error of the default [`ReplayStore::put_result`] and
+/// [`ReplayStore::get_result`].
+const NO_RESULTS: &str = "this store keeps no results";
+
 /// Domain tags of [`ConsumeKey`]'s two derivations.
 const FLOW_TAG: &[u8] = b"tern-seal/consume/flow/v1";
 const BUSINESS_TAG: &[u8] = b"tern-seal/consume/business/v1";
@@ -54,6 +72,51 @@ const BUSINESS_TAG: &[u8] = b"tern-seal/consume/business/v1";
 ///   never a token's expiry, so clock differences cannot shorten it.
 /// - [`ReplayStore::durability`] tells the truth, so startup guards can
 ///   refuse a store too weak for the deployment.
+///
+/// # Stored results (the idempotency-key pattern)
+///
+/// `consume` alone gives at-most-once: a client whose answer was lost can
+/// only restart the flow. A store that [keeps results](Self::keeps_results)
+/// also lets a handler give exactly-once *answers* (SECURITY.md §3.9: "store
+/// the result under the consume key and return it to the same principal on
+/// replay", the IETF Idempotency-Key pattern):
+///
+/// 1. `consume(key)`; on `FirstUse`, run the effect.
+/// 2. After the effect, [`put_result`](Self::put_result)`(key, owner,
+///    bytes, ttl)`, where `owner` is the fingerprint of the principal that
+///    ran it.
+/// 3. On `AlreadyUsed`, [`get_result`](Self::get_result)`(key)`. If a
+///    result is there **and its `owner` equals the caller's fingerprint**,
+///    answer with it; the effect is not repeated.
+/// 4. Otherwise answer the uniform refusal, exactly as without results.
+///
+/// The store never checks the owner; the caller does, in step 3. Another
+/// principal replaying the state must not learn the result, nor even that
+/// one exists: it gets the same refusal as for a missing result.
+///
+/// A missing result while the key is consumed means the first use is still
+/// running, or its result was lost (the effect failed, `put_result` failed,
+/// the process died between effect and write, or the result expired). The
+/// caller cannot tell these apart, so it refuses: at-most-once is kept, and
+/// the worst case is the flow restart that `consume` alone would cost. A
+/// failed `put_result` is therefore never a reason to undo or repeat the
+/// effect.
+///
+/// Pass as `ttl` the marker TTL less the time since the consume, so the
+/// result never outlives its marker: once a business key's marker expires
+/// and the key is consumed again, a replay of the new use must not find the
+/// old use's result.
+///
+/// Results are capped at [`MAX_RESULT_BYTES`]; a bigger one is refused with
+/// [`StoreError::Full`]. A later `put_result` under the same key replaces
+/// the earlier one (only the `FirstUse` winner writes, so there is one
+/// writer per use).
+///
+/// The three result methods have defaults, for stores that keep no results:
+/// `keeps_results` is `false` and the other two fail with
+/// [`StoreError::Unavailable`], so a caller that asked for results anyway
+/// falls back to at-most-once. A store that forwards to another store (a
+/// wrapper) must forward these too, or it silently keeps none.
 pub trait ReplayStore: Send + Sync + 'static {
     /// Records `key` unless it is already recorded, and says which.
     fn consume(
@@ -64,6 +127,100 @@ pub trait ReplayStore: Send + Sync + 'static {
 
     /// How far the markers reach: used by startup guards (SECURITY.md §3.9).
     fn durability(&self) -> Durability;
+
+    /// Whether [`put_result`](Self::put_result) and
+    /// [`get_result`](Self::get_result) work, so a server can refuse at
+    /// startup a handler that needs stored results on a store without them.
+    fn keeps_results(&self) -> bool {
+        false
+    }
+
+    /// Stores the result of the effect guarded by `key`, for `owner` (the
+    /// principal's fingerprint), for at least `ttl` on the store's clock.
+    ///
+    /// Called after the effect, by the `FirstUse` winner only. Replaces any
+    /// earlier result under `key`. Fails with [`StoreError::Full`] when
+    /// `result` exceeds [`MAX_RESULT_BYTES`] or the store is at its bound.
+    fn put_result(
+        &self,
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = (key, owner, result, ttl);
+        Box::pin(ready(Err(StoreError::Unavailable(NO_RESULTS.into()))))
+    }
+
+    /// The live result stored under `key`, or `None` when there is none
+    /// (never stored, lost, or expired).
+    ///
+    /// The caller must compare [`StoredResult::owner`] with its principal's
+    /// fingerprint before using the result. A store that cannot answer
+    /// returns an error, never `Ok(None)`, so an outage is not mistaken for
+    /// "still running".
+    fn get_result(
+        &self,
+        key: ConsumeKey,
+    ) -> BoxFuture<'_, Result<Option<StoredResult>, StoreError>> {
+        let _ = key;
+        Box::pin(ready(Err(StoreError::Unavailable(NO_RESULTS.into()))))
+    }
+}
+
+/// A result kept under a consume key by [`ReplayStore::put_result`]
+/// (SECURITY.md §3.9, idempotency-key pattern).
+///
+/// `Debug` shows the result's length, not its bytes: results may carry
+/// whatever the handler returned, and debug output ends up in logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredResult {
+    /// Fingerprint of the principal whose request ran the effect. Only that
+    /// principal may be answered with `result`; the caller checks.
+    pub owner: [u8; 32],
+    /// The handler's answer, as it serialised it; at most
+    /// [`MAX_RESULT_BYTES`].
+    pub result: Vec<u8>,
+}
+
+impl fmt::Debug for StoredResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredResult")
+            .field("owner", &Hex(&self.owner))
+            .field("result_len", &self.result.len())
+            .finish()
+    }
+}
+
+/// Refuses a result above [`MAX_RESULT_BYTES`], for every backend alike.
+/// Public so backends in other crates apply the same cap with the same
+/// error.
+pub fn check_result_size(result: &[u8]) -> Result<(), StoreError> {
+    if result.len() > MAX_RESULT_BYTES {
+        return Err(StoreError::Full(format!(
+            "result of {} bytes exceeds the {MAX_RESULT_BYTES}-byte cap",
+            result.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Lowercase hex of a byte string, for `Debug` and text keys.
+struct Hex<'a>(&'a [u8]);
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 /// The answer of [`ReplayStore::consume`].
@@ -140,19 +297,13 @@ impl ConsumeKey {
 
     /// Lowercase hex, for stores that keep text keys (`mrtr:v1:<hex>`).
     pub fn to_hex(&self) -> String {
-        use fmt::Write as _;
-        let mut s = String::with_capacity(64);
-        for b in &self.0 {
-            // Writing into a `String` cannot fail.
-            let _ = write!(s, "{b:02x}");
-        }
-        s
+        Hex(&self.0).to_string()
     }
 }
 
 impl fmt::Debug for ConsumeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ConsumeKey({})", self.to_hex())
+        write!(f, "ConsumeKey({})", Hex(&self.0))
     }
 }
 
@@ -163,9 +314,24 @@ impl fmt::Debug for ConsumeKey {
 /// dies with the process (SECURITY.md §3.9). When the bound is reached and
 /// no marker has expired, `consume` fails closed with [`StoreError::Full`]
 /// instead of forgetting a live marker.
+///
+/// It [keeps results](ReplayStore::keeps_results), bounded the same way: at
+/// most `capacity` results and [`DEFAULT_MEMORY_RESULT_BUDGET`] bytes of
+/// them (see [`MemoryReplayStore::with_result_budget`]); past either bound,
+/// with nothing expired, `put_result` fails with [`StoreError::Full`]. A
+/// lost result only costs the client a restart, but a live one is never
+/// dropped to make room: that would turn a replayable answer into a refusal
+/// at random.
 pub struct MemoryReplayStore {
-    inner: Mutex<Markers>,
+    inner: Mutex<State>,
     capacity: usize,
+    result_budget: usize,
+}
+
+/// Markers and results under one lock, so a store is one critical section.
+struct State {
+    markers: Markers,
+    results: Results,
 }
 
 struct Markers {
@@ -176,26 +342,52 @@ struct Markers {
     earliest: Option<Instant>,
 }
 
+struct Results {
+    /// Key to expiry (`None`: beyond the clock) and the result.
+    live: HashMap<ConsumeKey, (Option<Instant>, StoredResult)>,
+    /// Sum of the `result` lengths held, for the byte budget.
+    bytes: usize,
+    /// As [`Markers::earliest`].
+    earliest: Option<Instant>,
+}
+
 impl MemoryReplayStore {
     /// A store bounded to [`DEFAULT_MEMORY_CAPACITY`] live markers.
     pub fn new() -> Self {
         Self::with_capacity(DEFAULT_MEMORY_CAPACITY)
     }
 
-    /// A store bounded to `capacity` live markers.
+    /// A store bounded to `capacity` live markers (and as many results).
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
-            inner: Mutex::new(Markers {
-                live: HashMap::new(),
-                earliest: None,
+            inner: Mutex::new(State {
+                markers: Markers {
+                    live: HashMap::new(),
+                    earliest: None,
+                },
+                results: Results {
+                    live: HashMap::new(),
+                    bytes: 0,
+                    earliest: None,
+                },
             }),
             capacity,
+            result_budget: DEFAULT_MEMORY_RESULT_BUDGET,
         }
+    }
+
+    /// Bounds the bytes of live results to `bytes` instead of
+    /// [`DEFAULT_MEMORY_RESULT_BUDGET`]. Each result still obeys
+    /// [`MAX_RESULT_BYTES`].
+    #[must_use]
+    pub fn with_result_budget(mut self, bytes: usize) -> Self {
+        self.result_budget = bytes;
+        self
     }
 
     /// Markers held, live or expired but not yet purged.
     pub fn len(&self) -> usize {
-        self.lock().live.len()
+        self.lock().markers.live.len()
     }
 
     /// Whether no marker is held.
@@ -203,20 +395,22 @@ impl MemoryReplayStore {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Markers> {
-        // No code path panics while holding the lock with the map half
-        // updated, so a poisoned map is still consistent.
+    /// Results held, live or expired but not yet purged.
+    pub fn results_len(&self) -> usize {
+        self.lock().results.live.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // No code path panics while holding the lock with the maps half
+        // updated, so a poisoned state is still consistent.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn consume_now(&self, key: ConsumeKey, ttl: Duration) -> Result<Consumed, StoreError> {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the replay store counts marker TTLs on its own clock (SECURITY.md §3.9)"
-        )]
-        let now = Instant::now();
+        let now = clock();
         let expiry = now.checked_add(ttl);
-        let mut markers = self.lock();
+        let mut state = self.lock();
+        let markers = &mut state.markers;
         if let Some(existing) = markers.live.get(&key) {
             if existing.is_none_or(|at| now < at) {
                 return Ok(Consumed::AlreadyUsed);
@@ -236,6 +430,58 @@ impl MemoryReplayStore {
         }
         Ok(Consumed::FirstUse)
     }
+
+    fn put_result_now(
+        &self,
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        check_result_size(&result)?;
+        let now = clock();
+        let expiry = now.checked_add(ttl);
+        let mut state = self.lock();
+        let results = &mut state.results;
+        if !results.has_room(key, result.len(), self.capacity, self.result_budget) {
+            results.purge(now);
+            if !results.has_room(key, result.len(), self.capacity, self.result_budget) {
+                return Err(StoreError::Full(format!(
+                    "{} results or {} bytes of them live and none expired",
+                    self.capacity, self.result_budget
+                )));
+            }
+        }
+        results.bytes += result.len();
+        if let Some((_, old)) = results
+            .live
+            .insert(key, (expiry, StoredResult { owner, result }))
+        {
+            results.bytes -= old.result.len();
+        }
+        if let Some(at) = expiry {
+            results.earliest = Some(results.earliest.map_or(at, |e| e.min(at)));
+        }
+        Ok(())
+    }
+
+    fn get_result_now(&self, key: ConsumeKey) -> Option<StoredResult> {
+        let now = clock();
+        let state = self.lock();
+        match state.results.live.get(&key) {
+            Some((at, stored)) if at.is_none_or(|at| now < at) => Some(stored.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The store's own monotonic clock.
+fn clock() -> Instant {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the replay store counts marker TTLs on its own clock (SECURITY.md §3.9)"
+    )]
+    Instant::now()
 }
 
 impl Markers {
@@ -246,6 +492,28 @@ impl Markers {
         }
         self.live.retain(|_, at| at.is_none_or(|at| now < at));
         self.earliest = self.live.values().flatten().min().copied();
+    }
+}
+
+impl Results {
+    /// Whether a result of `len` bytes fits under `key`, counting the room
+    /// the entry it would replace frees.
+    fn has_room(&self, key: ConsumeKey, len: usize, capacity: usize, budget: usize) -> bool {
+        let (others, other_bytes) = match self.live.get(&key) {
+            Some((_, old)) => (self.live.len() - 1, self.bytes - old.result.len()),
+            None => (self.live.len(), self.bytes),
+        };
+        others < capacity && other_bytes.saturating_add(len) <= budget
+    }
+
+    /// Drops expired results, unless none can have expired yet.
+    fn purge(&mut self, now: Instant) {
+        if self.earliest.is_none_or(|e| now < e) {
+            return;
+        }
+        self.live.retain(|_, (at, _)| at.is_none_or(|at| now < at));
+        self.bytes = self.live.values().map(|(_, r)| r.result.len()).sum();
+        self.earliest = self.live.values().filter_map(|(at, _)| *at).min();
     }
 }
 
@@ -260,6 +528,8 @@ impl fmt::Debug for MemoryReplayStore {
         f.debug_struct("MemoryReplayStore")
             .field("len", &self.len())
             .field("capacity", &self.capacity)
+            .field("results_len", &self.results_len())
+            .field("result_budget", &self.result_budget)
             .finish()
     }
 }
@@ -275,6 +545,27 @@ impl ReplayStore for MemoryReplayStore {
 
     fn durability(&self) -> Durability {
         Durability::Volatile
+    }
+
+    fn keeps_results(&self) -> bool {
+        true
+    }
+
+    fn put_result(
+        &self,
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(ready(self.put_result_now(key, owner, result, ttl)))
+    }
+
+    fn get_result(
+        &self,
+        key: ConsumeKey,
+    ) -> BoxFuture<'_, Result<Option<StoredResult>, StoreError>> {
+        Box::pin(ready(Ok(self.get_result_now(key))))
     }
 }
 

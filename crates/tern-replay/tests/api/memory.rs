@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern_seal::{BoxFuture, ConsumeKey, Consumed, MemoryReplayStore, ReplayStore, StoreError};
+use tern_seal::{
+    BoxFuture, ConsumeKey, Consumed, MemoryReplayStore, ReplayStore, StoreError, StoredResult,
+};
 
 use crate::suite::Fixture;
 
@@ -25,6 +27,29 @@ impl ReplayStore for Handle {
 
     fn durability(&self) -> tern_seal::Durability {
         self.0.durability()
+    }
+
+    // A forwarding store must forward these too, or it silently falls back
+    // to the defaults and keeps no results.
+    fn keeps_results(&self) -> bool {
+        self.0.keeps_results()
+    }
+
+    fn put_result(
+        &self,
+        key: ConsumeKey,
+        owner: [u8; 32],
+        result: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.0.put_result(key, owner, result, ttl)
+    }
+
+    fn get_result(
+        &self,
+        key: ConsumeKey,
+    ) -> BoxFuture<'_, Result<Option<StoredResult>, StoreError>> {
+        self.0.get_result(key)
     }
 }
 

@@ -1,17 +1,20 @@
 //! `RedisReplayStore` against a real `redis-server` that each test starts on
 //! a free loopback port: the suite with 32 connections, restart of the
-//! client, the eviction-policy guard, and failing closed (SECURITY.md §3.9).
+//! client, the eviction-policy guard, the stored-result encoding, and
+//! failing closed for markers and results alike (SECURITY.md §3.9).
 //!
 //! Without `redis-server` these tests fail when `CI` is set and are skipped
 //! (with a notice) otherwise.
 
 use std::time::Duration;
 
-use tern_replay::{KEY_PREFIX, RedisConnectError, RedisOptions, RedisReplayStore};
+use tern_replay::{
+    KEY_PREFIX, RESULT_KEY_PREFIX, RedisConnectError, RedisOptions, RedisReplayStore,
+};
 use tern_seal::{Consumed, Durability, ReplayStore, StoreError};
 
 use crate::redis_server::{BINARY, RedisServer, StartError, free_port};
-use crate::suite::{Fixture, TTL};
+use crate::suite::{ALICE, Fixture, TTL};
 use crate::util::fresh_key;
 
 /// Starts a server with `extra` arguments, or explains why not: a failure in
@@ -202,5 +205,153 @@ async fn a_slow_server_times_out() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let answer = store.consume(fresh_key(), TTL).await;
     assert!(matches!(answer, Err(StoreError::Timeout(_))), "{answer:?}");
+    sleeper.await.expect("sleeper finishes");
+}
+
+/// A raw connection to the test server, behind the store's back.
+async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connects")
+}
+
+#[tokio::test]
+async fn results_are_owner_then_bytes_under_a_prefixed_key_with_their_ttl() {
+    let Some(server) = server(&[]) else { return };
+    let store = connect(&server.url()).await;
+    let key = fresh_key();
+    store
+        .put_result(key, ALICE, b"answer".to_vec(), TTL)
+        .await
+        .expect("stored");
+    let mut conn = raw(&server).await;
+    let name = format!("{RESULT_KEY_PREFIX}{}", key.to_hex());
+    let value: Vec<u8> = redis::cmd("GET")
+        .arg(&name)
+        .query_async(&mut conn)
+        .await
+        .expect("GET");
+    assert_eq!(value, [&ALICE[..], b"answer"].concat());
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(&name)
+        .query_async(&mut conn)
+        .await
+        .expect("PTTL");
+    let ttl_ms = i64::try_from(TTL.as_millis()).expect("small");
+    assert!(
+        pttl > ttl_ms - 5_000 && pttl <= ttl_ms,
+        "PTTL {pttl} for a {ttl_ms} ms result"
+    );
+    // The result key is not the marker key: storing a result consumes
+    // nothing.
+    assert_eq!(store.consume(key, TTL).await, Ok(Consumed::FirstUse));
+}
+
+#[tokio::test]
+async fn a_value_too_short_to_hold_an_owner_fails_closed() {
+    let Some(server) = server(&[]) else { return };
+    let store = connect(&server.url()).await;
+    let key = fresh_key();
+    let mut conn = raw(&server).await;
+    let () = redis::cmd("SET")
+        .arg(format!("{RESULT_KEY_PREFIX}{}", key.to_hex()))
+        .arg(vec![0xA1_u8; 31])
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let answer = store.get_result(key).await;
+    assert!(
+        matches!(answer, Err(StoreError::Unavailable(_))),
+        "{answer:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_gone_after_connect_fails_closed_for_results() {
+    let Some(mut server) = server(&[]) else {
+        return;
+    };
+    let store = connect(&server.url()).await;
+    let key = fresh_key();
+    store
+        .put_result(key, ALICE, b"kept".to_vec(), TTL)
+        .await
+        .expect("stored");
+    server.kill();
+    for _ in 0..3 {
+        // Down is an error, never `Ok(None)`: "no result" would read as
+        // "still running" and hide the outage.
+        let read = store.get_result(key).await;
+        assert!(
+            matches!(
+                read,
+                Err(StoreError::Unavailable(_) | StoreError::Timeout(_))
+            ),
+            "{read:?}"
+        );
+        let write = store
+            .put_result(fresh_key(), ALICE, b"lost".to_vec(), TTL)
+            .await;
+        assert!(
+            matches!(
+                write,
+                Err(StoreError::Unavailable(_) | StoreError::Timeout(_))
+            ),
+            "{write:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_full_server_refuses_results_with_full() {
+    let Some(server) = server(&[]) else { return };
+    let store = connect(&server.url()).await;
+    let kept = fresh_key();
+    store
+        .put_result(kept, ALICE, b"kept".to_vec(), TTL)
+        .await
+        .expect("stored");
+    let mut conn = raw(&server).await;
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    let answer = store
+        .put_result(fresh_key(), ALICE, b"no room".to_vec(), TTL)
+        .await;
+    assert!(matches!(answer, Err(StoreError::Full(_))), "{answer:?}");
+    // Reads still work at the limit: `noeviction` refuses writes only.
+    assert!(store.get_result(kept).await.expect("reads").is_some());
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out_for_results() {
+    let Some(server) = server(&["--enable-debug-command", "local"]) else {
+        return;
+    };
+    let options = RedisOptions::default().command_timeout(Duration::from_millis(100));
+    let store = RedisReplayStore::connect(&server.url(), options)
+        .await
+        .expect("connects");
+    let mut conn = raw(&server).await;
+    let sleeper = tokio::spawn(async move {
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.5")
+            .query_async(&mut conn)
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let read = store.get_result(fresh_key()).await;
+    assert!(matches!(read, Err(StoreError::Timeout(_))), "{read:?}");
+    let write = store
+        .put_result(fresh_key(), ALICE, b"late".to_vec(), TTL)
+        .await;
+    assert!(matches!(write, Err(StoreError::Timeout(_))), "{write:?}");
     sleeper.await.expect("sleeper finishes");
 }

@@ -1,5 +1,6 @@
 //! `SqliteReplayStore`: the suite with 32 handles on one file, restart
-//! survival, the file's mode, and failing closed (SECURITY.md §3.9).
+//! survival, the file's mode, the results table, and failing closed for
+//! markers and results alike (SECURITY.md §3.9).
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use rusqlite::Connection;
 use tern_replay::{SqliteOpenError, SqliteOptions, SqliteReplayStore, Synchronous};
 use tern_seal::{Consumed, Durability, ReplayStore, StoreError};
 
-use crate::suite::{Fixture, TTL};
+use crate::suite::{ALICE, Fixture, TTL};
 use crate::util::{TempDir, fresh_key};
 
 /// One database file in a scratch directory; each handle opens it anew.
@@ -180,4 +181,126 @@ async fn consume_purges_long_expired_markers() {
         .expect("counts");
     assert_eq!(rows, 2, "only the expired marker is gone");
     assert_eq!(store.consume(live, TTL).await, Ok(Consumed::AlreadyUsed));
+}
+
+#[tokio::test]
+async fn a_broken_results_table_fails_closed() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let store = open(&db).expect("opens");
+    assert!(store.keeps_results());
+    Connection::open(&db)
+        .and_then(|c| c.execute_batch("DROP TABLE results"))
+        .expect("table dropped behind the store's back");
+    // A store that cannot read answers an error, never "no result".
+    let read = store.get_result(fresh_key()).await;
+    assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
+    let write = store
+        .put_result(fresh_key(), ALICE, b"lost".to_vec(), TTL)
+        .await;
+    assert!(
+        matches!(write, Err(StoreError::Unavailable(_))),
+        "{write:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_row_with_a_malformed_owner_fails_closed() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let store = open(&db).expect("opens");
+    let key = fresh_key();
+    Connection::open(&db)
+        .and_then(|c| {
+            c.execute(
+                "INSERT INTO results (id, owner, result, exp) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![&key.as_bytes()[..], &[0xA1_u8; 31][..], &b"x"[..], i64::MAX],
+            )
+        })
+        .expect("row written behind the store's back");
+    let read = store.get_result(key).await;
+    assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
+}
+
+#[tokio::test]
+async fn a_held_write_lock_times_out_a_result_but_not_a_read() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(50));
+    let store = SqliteReplayStore::open(&db, options).expect("opens");
+    let kept = fresh_key();
+    store
+        .put_result(kept, ALICE, b"kept".to_vec(), TTL)
+        .await
+        .expect("stored");
+    let holder = Connection::open(&db).expect("second connection");
+    holder
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("takes the write lock");
+    let key = fresh_key();
+    let write = store.put_result(key, ALICE, b"late".to_vec(), TTL).await;
+    assert!(matches!(write, Err(StoreError::Timeout(_))), "{write:?}");
+    // WAL readers do not wait for the writer.
+    assert!(store.get_result(kept).await.expect("reads").is_some());
+    holder.execute_batch("ROLLBACK").expect("releases the lock");
+    assert_eq!(store.get_result(key).await, Ok(None), "nothing was written");
+}
+
+#[tokio::test]
+async fn results_are_purged_with_the_markers() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default()
+        .purge_interval(Duration::ZERO)
+        .purge_skew(Duration::from_millis(50));
+    let store = SqliteReplayStore::open(&db, options).expect("opens");
+    let short = fresh_key();
+    let live = fresh_key();
+    store
+        .put_result(short, ALICE, b"short".to_vec(), Duration::from_millis(1))
+        .await
+        .expect("stored");
+    store
+        .put_result(live, ALICE, b"live".to_vec(), TTL)
+        .await
+        .expect("stored");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Any write runs the purge.
+    assert_eq!(
+        store.consume(fresh_key(), TTL).await,
+        Ok(Consumed::FirstUse)
+    );
+    let rows: i64 = Connection::open(&db)
+        .and_then(|c| c.query_row("SELECT count(*) FROM results", [], |r| r.get(0)))
+        .expect("counts");
+    assert_eq!(rows, 1, "only the expired result is gone");
+    assert!(store.get_result(live).await.expect("reads").is_some());
+}
+
+#[tokio::test]
+async fn a_file_from_before_results_gains_the_table() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    std::fs::write(&db, b"").expect("scratch file");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let key = fresh_key();
+    Connection::open(&db)
+        .and_then(|c| {
+            c.execute_batch(
+                "CREATE TABLE markers (id BLOB PRIMARY KEY NOT NULL, exp INTEGER NOT NULL) WITHOUT ROWID",
+            )?;
+            c.execute(
+                "INSERT INTO markers (id, exp) VALUES (?1, ?2)",
+                rusqlite::params![&key.as_bytes()[..], i64::MAX],
+            )
+        })
+        .expect("an old-schema store");
+    let store = open(&db).expect("opens");
+    assert_eq!(store.consume(key, TTL).await, Ok(Consumed::AlreadyUsed));
+    assert_eq!(store.get_result(key).await, Ok(None));
+    store
+        .put_result(key, ALICE, b"now kept".to_vec(), TTL)
+        .await
+        .expect("stored");
+    assert!(store.get_result(key).await.expect("reads").is_some());
 }

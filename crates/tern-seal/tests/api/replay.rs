@@ -5,8 +5,9 @@ use std::thread;
 use std::time::Duration;
 
 use tern_seal::{
-    ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, Durability, MemoryReplayStore, ReplayStore,
-    StoreError,
+    BoxFuture, ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, DEFAULT_MEMORY_RESULT_BUDGET,
+    Durability, MAX_RESULT_BYTES, MemoryReplayStore, ReplayStore, StoreError, StoredResult,
+    check_result_size,
 };
 
 use crate::util::block_on;
@@ -157,4 +158,152 @@ fn consume_keys_are_domain_separated_and_stable() {
             .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
             .collect::<Vec<_>>()
     );
+}
+
+const OWNER: [u8; 32] = [0xA1; 32];
+
+fn stored(result: &[u8]) -> Option<StoredResult> {
+    Some(StoredResult {
+        owner: OWNER,
+        result: result.to_vec(),
+    })
+}
+
+/// A store written before results existed: only the required methods.
+struct MarkersOnly;
+
+impl ReplayStore for MarkersOnly {
+    fn consume(
+        &self,
+        _key: ConsumeKey,
+        _ttl: Duration,
+    ) -> BoxFuture<'_, Result<Consumed, StoreError>> {
+        Box::pin(std::future::ready(Ok(Consumed::FirstUse)))
+    }
+
+    fn durability(&self) -> Durability {
+        Durability::Volatile
+    }
+}
+
+#[test]
+fn a_store_without_results_says_so_and_fails_closed() {
+    let store: Arc<dyn ReplayStore> = Arc::new(MarkersOnly);
+    assert!(!store.keeps_results());
+    // An error, never `Ok(None)`: the caller must not read "no result
+    // yet" from a store that never keeps any.
+    assert_eq!(
+        block_on(store.put_result(key(0), OWNER, b"r".to_vec(), TTL)),
+        Err(StoreError::Unavailable(
+            "this store keeps no results".into()
+        ))
+    );
+    assert_eq!(
+        block_on(store.get_result(key(0))),
+        Err(StoreError::Unavailable(
+            "this store keeps no results".into()
+        ))
+    );
+}
+
+#[test]
+fn memory_results_round_trip_and_replace() {
+    let store = MemoryReplayStore::new();
+    assert!(store.keeps_results());
+    assert_eq!(block_on(store.get_result(key(0))), Ok(None));
+    block_on(store.put_result(key(0), OWNER, b"first".to_vec(), TTL)).unwrap();
+    assert_eq!(block_on(store.get_result(key(0))), Ok(stored(b"first")));
+    block_on(store.put_result(key(0), [0xB0; 32], b"second".to_vec(), TTL)).unwrap();
+    assert_eq!(
+        block_on(store.get_result(key(0))),
+        Ok(Some(StoredResult {
+            owner: [0xB0; 32],
+            result: b"second".to_vec()
+        }))
+    );
+    assert_eq!(store.results_len(), 1);
+    // Results and markers are separate: a result consumes nothing.
+    assert!(store.is_empty());
+    assert_eq!(block_on(store.consume(key(0), TTL)), Ok(Consumed::FirstUse));
+}
+
+#[test]
+fn the_cap_is_inclusive() {
+    assert_eq!(MAX_RESULT_BYTES, 64 * 1024);
+    assert_eq!(check_result_size(&vec![0; MAX_RESULT_BYTES]), Ok(()));
+    assert!(matches!(
+        check_result_size(&vec![0; MAX_RESULT_BYTES + 1]),
+        Err(StoreError::Full(_))
+    ));
+    let store = MemoryReplayStore::new();
+    assert!(matches!(
+        block_on(store.put_result(key(0), OWNER, vec![0; MAX_RESULT_BYTES + 1], TTL)),
+        Err(StoreError::Full(_))
+    ));
+    assert_eq!(store.results_len(), 0);
+}
+
+#[test]
+fn memory_results_are_bounded_by_count() {
+    let store = MemoryReplayStore::with_capacity(2);
+    block_on(store.put_result(key(0), OWNER, b"a".to_vec(), TTL)).unwrap();
+    block_on(store.put_result(key(1), OWNER, b"b".to_vec(), TTL)).unwrap();
+    assert!(matches!(
+        block_on(store.put_result(key(2), OWNER, b"c".to_vec(), TTL)),
+        Err(StoreError::Full(_))
+    ));
+    // Full never drops a live result, and replacing one needs no room.
+    assert_eq!(block_on(store.get_result(key(0))), Ok(stored(b"a")));
+    block_on(store.put_result(key(1), OWNER, b"B".to_vec(), TTL)).unwrap();
+    assert_eq!(block_on(store.get_result(key(1))), Ok(stored(b"B")));
+}
+
+#[test]
+fn memory_results_are_bounded_by_bytes() {
+    assert_eq!(DEFAULT_MEMORY_RESULT_BUDGET, 64 * 1024 * 1024);
+    let store = MemoryReplayStore::new().with_result_budget(10);
+    block_on(store.put_result(key(0), OWNER, vec![1; 6], TTL)).unwrap();
+    assert!(matches!(
+        block_on(store.put_result(key(1), OWNER, vec![2; 5], TTL)),
+        Err(StoreError::Full(_))
+    ));
+    block_on(store.put_result(key(1), OWNER, vec![2; 4], TTL)).unwrap();
+    // Replacing frees the old bytes first: 4 + 6 fits, 4 + 7 does not.
+    block_on(store.put_result(key(0), OWNER, vec![3; 6], TTL)).unwrap();
+    assert!(matches!(
+        block_on(store.put_result(key(0), OWNER, vec![3; 7], TTL)),
+        Err(StoreError::Full(_))
+    ));
+    assert_eq!(block_on(store.get_result(key(0))), Ok(stored(&[3; 6])));
+}
+
+#[test]
+fn expired_results_are_none_and_make_room() {
+    let store = MemoryReplayStore::with_capacity(1).with_result_budget(8);
+    let short = Duration::from_millis(1);
+    block_on(store.put_result(key(0), OWNER, vec![1; 8], short)).unwrap();
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(block_on(store.get_result(key(0))), Ok(None));
+    // Full by count and by bytes, but expired: purged, and the new one fits.
+    block_on(store.put_result(key(1), OWNER, vec![2; 8], TTL)).unwrap();
+    assert_eq!(store.results_len(), 1);
+    assert_eq!(block_on(store.get_result(key(1))), Ok(stored(&[2; 8])));
+    // Huge TTLs do not overflow.
+    let store = MemoryReplayStore::new();
+    block_on(store.put_result(key(0), OWNER, b"r".to_vec(), Duration::MAX)).unwrap();
+    assert_eq!(block_on(store.get_result(key(0))), Ok(stored(b"r")));
+}
+
+#[test]
+fn stored_results_do_not_print_their_bytes() {
+    let shown = format!(
+        "{:?}",
+        StoredResult {
+            owner: [0xAB; 32],
+            result: b"card 4111 1111".to_vec(),
+        }
+    );
+    assert!(!shown.contains("4111"), "{shown}");
+    assert!(shown.contains("result_len: 14"), "{shown}");
+    assert!(shown.contains(&"ab".repeat(32)), "{shown}");
 }
