@@ -81,7 +81,7 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
                     kf.key_ring()
                         .map_err(|e| format!("bad key file {}: {e}", path.display()))?,
                 ),
-                Some(kf.resource_id.clone()),
+                Some(kf.resource_id),
             )
         }
         // stdio: a random per-process key; a restart invalidates every state.
@@ -94,7 +94,7 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
                     kf.key_ring()
                         .map_err(|e| format!("bad key file {}: {e}", path.display()))?,
                 ),
-                Some(kf.resource_id.clone()),
+                Some(kf.resource_id),
             )
         }
     };

@@ -735,11 +735,19 @@ impl Server {
         idempotent: bool,
     ) -> Result<Option<Map<String, Value>>, McpError> {
         let store = &self.inner.replay;
-        match store.consume(ConsumeKey::for_flow(&body.sid, "state"), marker_ttl(&self.inner.config)).await {
+        match store
+            .consume(
+                ConsumeKey::for_flow(&body.sid, "state"),
+                marker_ttl(&self.inner.config),
+            )
+            .await
+        {
             Ok(Consumed::FirstUse) => Ok(None),
             Ok(Consumed::AlreadyUsed) => {
                 if idempotent
-                    && let Ok(Some(kept)) = store.get_result(ConsumeKey::for_flow(&body.fid, "result")).await
+                    && let Ok(Some(kept)) = store
+                        .get_result(ConsumeKey::for_flow(&body.fid, "result"))
+                        .await
                     && kept.owner == *pfp
                     && let Ok(r) = serde_json::from_slice::<Map<String, Value>>(&kept.result)
                 {
@@ -761,7 +769,12 @@ impl Server {
     async fn keep_result(&self, fid: &[u8; 16], pfp: &[u8; 32], result: &Map<String, Value>) {
         let bytes = serde_json::to_vec(result).unwrap_or_default();
         let key = ConsumeKey::for_flow(fid, "result");
-        if let Err(e) = self.inner.replay.put_result(key, *pfp, bytes, marker_ttl(&self.inner.config)).await {
+        if let Err(e) = self
+            .inner
+            .replay
+            .put_result(key, *pfp, bytes, marker_ttl(&self.inner.config))
+            .await
+        {
             // The effect happened; only the replay convenience is lost.
             tracing::warn!(error = %e, "could not keep the result for replays");
         }
@@ -1106,7 +1119,9 @@ impl ServerBuilder {
             .unwrap_or_else(|| Arc::new(MemoryReplayStore::new()));
         let durability = store.durability();
         if self.idempotent && !store.keeps_results() {
-            return Err(BuildError("idempotent routes need a replay store that keeps results".into()));
+            return Err(BuildError(
+                "idempotent routes need a replay store that keeps results".into(),
+            ));
         }
         if persistent_keys && durability == Durability::Volatile && self.single_use {
             return Err(BuildError(

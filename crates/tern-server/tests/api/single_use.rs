@@ -166,15 +166,26 @@ async fn an_idempotent_route_answers_a_replay_with_the_kept_result() {
             .state(Ledger::default())
             .tool_def(ToolDef::new("transfer", "moves money once", transfer).idempotent()),
     );
-    let alice = tern_proto::Principal::Static { secret_id: "alice".into() };
+    let alice = tern_proto::Principal::Static {
+        secret_id: "alice".into(),
+    };
     let first = call("transfer", json!({}), all_caps());
     let r = result(&h.send_as(alice.clone(), &first).await);
-    let again = retry(&first, Some(&r["requestState"]), json!({"confirm_transfer": accept(json!({"approved": true}))}));
+    let again = retry(
+        &first,
+        Some(&r["requestState"]),
+        json!({"confirm_transfer": accept(json!({"approved": true}))}),
+    );
     let one = result(&h.send_as(alice.clone(), &again).await);
     let two = result(&h.send_as(alice.clone(), &again).await);
     assert_eq!(text(one.clone()), "transfer #1 done");
-    assert_eq!(one, two, "the replay gets the kept result, not a second effect");
-    let bob = tern_proto::Principal::Static { secret_id: "bob".into() };
+    assert_eq!(
+        one, two,
+        "the replay gets the kept result, not a second effect"
+    );
+    let bob = tern_proto::Principal::Static {
+        secret_id: "bob".into(),
+    };
     assert_eq!(error(&h.send_as(bob, &again).await).0, -32602);
 }
 
@@ -185,8 +196,16 @@ async fn a_forked_round_is_refused_on_a_single_use_route() {
     let h = harness(Arc::new(MemoryReplayStore::new()));
     let first = call("redeem", json!({}), all_caps());
     let r = result(&h.send(&first).await);
-    let no = retry(&first, Some(&r["requestState"]), json!({"confirm_redeem": accept(json!({"approved": false}))}));
-    let yes = retry(&first, Some(&r["requestState"]), json!({"confirm_redeem": accept(json!({"approved": true}))}));
+    let no = retry(
+        &first,
+        Some(&r["requestState"]),
+        json!({"confirm_redeem": accept(json!({"approved": false}))}),
+    );
+    let yes = retry(
+        &first,
+        Some(&r["requestState"]),
+        json!({"confirm_redeem": accept(json!({"approved": true}))}),
+    );
     assert_eq!(text(result(&h.send(&no).await)), "not redeemed");
     assert_eq!(error(&h.send(&yes).await).0, -32602);
 }
