@@ -12,8 +12,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod call;
+mod demo;
+mod discover;
+mod form;
 mod keys;
+mod provider;
 mod serve;
+mod target;
+mod ui;
 mod workload;
 
 /// Tern: MCP 2026-07-28 with multi round-trip requests.
@@ -206,9 +213,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Keys(a) => keys::run(a),
-        Command::Call(_) | Command::Discover(_) | Command::Demo(_) => {
-            Err("not available yet".to_owned())
-        }
+        Command::Call(a) => call::run(a),
+        Command::Discover(a) => discover::run(a),
+        Command::Demo(a) => demo::run(a),
     };
     match result {
         Ok(code) => code,
