@@ -368,7 +368,10 @@ struct JsonOut<'a, T: Serialize> {
 }
 
 /// `tern call`.
-pub(crate) fn run(args: CallArgs) -> Result<ExitCode, String> {
+pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
+    if let Err(e) = target::settle(&mut args.target, Some(&mut args.what)) {
+        return Ok(usage(&e));
+    }
     let what = match parse_what(&args.what) {
         Ok(w) => w,
         Err(e) => return Ok(usage(&e)),

@@ -17,7 +17,10 @@ use crate::ui::{bold, dim, server_name};
 const MAX_PAGES: usize = 100;
 
 /// `tern discover`.
-pub(crate) fn run(args: DiscoverArgs) -> Result<ExitCode, String> {
+pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
+    if let Err(e) = target::settle(&mut args.target, None) {
+        return Ok(usage(&e));
+    }
     runtime()?.block_on(async move {
         // Discovery asks nothing of the person: declare nothing (META-A1).
         let conn = match target::connect(&args.target, NoInput) {

@@ -87,7 +87,9 @@ pub(crate) struct TargetArgs {
     #[arg(value_name = "URL", required_unless_present = "cmd")]
     pub(crate) url: Option<String>,
     /// A command that starts a stdio server, e.g. 'tern serve --stdio'.
-    #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
+    // With --cmd the first word after it is not a URL: the commands shift it
+    // back into WHAT, so clap must not reject the pair (target.rs).
+    #[arg(long, value_name = "COMMAND")]
     pub(crate) cmd: Option<String>,
 }
 
@@ -97,7 +99,9 @@ pub(crate) struct CallArgs {
     #[command(flatten)]
     pub(crate) target: TargetArgs,
     /// `tool NAME`, `prompt NAME` or `read URI`, then `key=value` arguments.
-    #[arg(value_name = "WHAT", num_args = 2.., trailing_var_arg = true, required = true)]
+    // Flags may follow WHAT, and with --cmd the first word lands in `url`
+    // (call.rs shifts it back), so clap asks for one value and call.rs checks.
+    #[arg(value_name = "WHAT", num_args = 1.., required = true)]
     pub(crate) what: Vec<String>,
     /// An OpenAI-compatible chat-completions endpoint for sampling (key from
     /// OPENAI_API_KEY or TERN_MODEL_KEY).

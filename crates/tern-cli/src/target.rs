@@ -30,6 +30,28 @@ impl Connected {
     }
 }
 
+/// Settles what clap cannot: with `--cmd`, a word it took for the URL is
+/// really the first word of `tern call`'s WHAT (`tool`, `prompt`, `read`),
+/// moved back into `what`; a real URL together with `--cmd` is an error.
+pub(crate) fn settle(
+    target: &mut TargetArgs,
+    what: Option<&mut Vec<String>>,
+) -> Result<(), String> {
+    if target.cmd.is_none() {
+        return Ok(());
+    }
+    match (target.url.take(), what) {
+        (None, _) => Ok(()),
+        (Some(word), Some(what)) if matches!(word.as_str(), "tool" | "prompt" | "read") => {
+            what.insert(0, word);
+            Ok(())
+        }
+        (Some(url), _) => Err(format!(
+            "give the server's URL or --cmd, not both (found URL {url:?})"
+        )),
+    }
+}
+
 /// Connects to `target`, declaring what `provider` can do (META-A1).
 pub(crate) fn connect(
     target: &TargetArgs,
