@@ -52,6 +52,7 @@ enum What {
     Read(String),
 }
 
+/// Splits WHAT into the operation and its `key=value` pairs.
 fn parse_what(words: &[String]) -> Result<What, String> {
     let [kind, name, rest @ ..] = words else {
         return Err("expected `tool NAME`, `prompt NAME` or `read URI`".to_owned());
@@ -211,7 +212,7 @@ pub(crate) async fn drive<T: FlowResult>(
     first: impl Future<Output = Result<Step<T>, Error>>,
     rep: &Reporter,
 ) -> Result<T, Error> {
-    let t = Instant::now();
+    let t = ui::now();
     let step = {
         let _spin = Spinner::start(&format!("waiting for {}", rep.label), false);
         first.await?
@@ -282,7 +283,7 @@ async fn rounds_from<T: FlowResult>(
             "inputResponses": serde_json::to_value(&responses).unwrap_or(Value::Null),
         }));
         round = pending.round() + 1;
-        t = Instant::now();
+        t = ui::now();
         step = {
             let _spin = Spinner::start(&format!("waiting for {}", rep.label), false);
             client.resume(pending, responses).await?
@@ -290,12 +291,14 @@ async fn rounds_from<T: FlowResult>(
     }
 }
 
+/// The error for too many state-only rounds in a row.
 fn client_round_limit() -> Error {
     Error::protocol(format!(
         "more than {MAX_STATE_ONLY_ROUNDS} consecutive state-only rounds (SECURITY.md §3.10)"
     ))
 }
 
+/// Milliseconds since `t`.
 fn t_ms(t: Instant) -> u128 {
     t.elapsed().as_millis()
 }
@@ -315,6 +318,7 @@ fn coerce_args(
     Ok(out)
 }
 
+/// One value by its property schema; strings are tried last.
 fn coerce(key: &str, raw: &str, prop: Option<&Value>) -> Result<Value, String> {
     let mut types: Vec<&str> = match prop.and_then(|p| p.get("type")) {
         Some(Value::String(t)) => vec![t.as_str()],
@@ -427,6 +431,7 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
     runtime()?.block_on(call(args, what, settings))
 }
 
+/// Connects, runs the operation and prints its outcome.
 async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<ExitCode, String> {
     let label = args
         .target
@@ -515,6 +520,7 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
     Ok(code)
 }
 
+/// Why a tool's schema could not be had.
 enum Lookup {
     Usage(String),
     Failed(Error),
@@ -581,6 +587,8 @@ fn finish<T: Serialize>(
     }
 }
 
+/// Prints a failed call (JSON-RPC errors with their code and data)
+/// and picks the exit code.
 fn report_error(e: &Error, json: bool, rep: &Reporter, provider: &TerminalProvider) -> ExitCode {
     if json {
         let error = match e.remote_error() {

@@ -48,6 +48,7 @@ impl Drop for TempDir {
     }
 }
 
+/// Serves, calls `deploy`, prints every round and the result.
 async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
     let interactive = !args.yes && provider::stdin_is_terminal();
     // A fresh key file and replay store in a private temp dir, removed at

@@ -42,6 +42,7 @@ pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
     })
 }
 
+/// Every page of a list method, bounded by [`MAX_PAGES`].
 macro_rules! all_pages {
     ($client:expr, $method:ident, $field:ident) => {{
         let mut items = Vec::new();
@@ -58,6 +59,7 @@ macro_rules! all_pages {
     }};
 }
 
+/// Fetches and prints everything the server offers.
 async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
     let d = client.discover().await?;
     let caps = &d.capabilities;

@@ -53,6 +53,7 @@ pub(crate) fn header(kind: &str, server: &str, key: &str) {
     eprintln!("{} {}", bold("│"), dim(&format!("input key {key}")));
 }
 
+/// A form's values by field name.
 type Values = BTreeMap<String, ElicitValue>;
 
 /// Shows a form and returns the person's answer (ELIC-C9).
@@ -142,6 +143,7 @@ pub(crate) fn ask_form(
     }
 }
 
+/// Whether the form requires `name`.
 fn is_required(schema: &ElicitationSchema, name: &str) -> bool {
     schema
         .required
@@ -149,6 +151,7 @@ fn is_required(schema: &ElicitationSchema, name: &str) -> bool {
         .is_some_and(|r| r.iter().any(|n| n == name))
 }
 
+/// A field's `title`.
 fn title_of(field: &Field) -> Option<&str> {
     match field {
         Field::String(s) => s.title.as_deref(),
@@ -162,6 +165,7 @@ fn title_of(field: &Field) -> Option<&str> {
     }
 }
 
+/// A field's `description`.
 fn description_of(field: &Field) -> Option<&str> {
     match field {
         Field::String(s) => s.description.as_deref(),
@@ -175,8 +179,11 @@ fn description_of(field: &Field) -> Option<&str> {
     }
 }
 
+/// The field's title; else a short description (servers often describe a
+/// field in one line and give no title); else its name.
 fn label(name: &str, field: &Field) -> String {
-    match title_of(field) {
+    let short = description_of(field).filter(|d| !d.is_empty() && d.chars().count() <= 60);
+    match title_of(field).or(short) {
         Some(t) if t != name => format!("{t} ({name})"),
         _ => name.to_owned(),
     }
@@ -221,6 +228,7 @@ fn options(field: &Field) -> Vec<(String, String)> {
     }
 }
 
+/// A value as the review screen shows it (titles for choices).
 fn show_value(field: &Field, v: &ElicitValue) -> String {
     let opts = options(field);
     let title = |x: &str| {
@@ -240,7 +248,10 @@ fn show_value(field: &Field, v: &ElicitValue) -> String {
 /// What the person is told about a field's constraints.
 fn help(field: &Field, required: bool) -> String {
     let mut parts = Vec::new();
-    if let Some(d) = description_of(field) {
+    // A description already used as the label is not repeated.
+    if let Some(d) =
+        description_of(field).filter(|d| title_of(field).is_some() || d.chars().count() > 60)
+    {
         parts.push(d.to_owned());
     }
     parts.push(
@@ -283,6 +294,7 @@ fn help(field: &Field, required: bool) -> String {
     parts.join(" · ")
 }
 
+/// A string format in words.
 fn format_name(f: StringFormat) -> &'static str {
     match f {
         StringFormat::Email => "e-mail address",
@@ -537,6 +549,8 @@ pub(crate) fn check_value(field: &Field, value: &ElicitValue) -> Result<(), Stri
     }
 }
 
+/// Whether `v` has string format `f` (a light check: the server
+/// validates too, ELIC-S7).
 fn format_ok(f: StringFormat, v: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let date = |s: &str| {

@@ -36,6 +36,7 @@ pub(crate) struct Answers {
 }
 
 #[derive(Debug)]
+/// One key's scripted answers.
 enum Entry {
     Always(Value),
     Sequence(VecDeque<Value>),
@@ -127,12 +128,15 @@ pub(crate) struct TerminalProvider {
     inner: Arc<Inner>,
 }
 
+/// The provider's shared state.
 struct Inner {
     s: Settings,
     /// One dialog at a time: the client asks a round's questions
     /// concurrently.
     dialog: tokio::sync::Mutex<()>,
-    /// Set when a question failed for want of a terminal (exit code 2).
+    /// Set when a question could not be answered as tern was invoked: no
+    /// terminal, or `--yes` facing a required field without a default
+    /// (exit code 2).
     no_terminal: AtomicBool,
 }
 
@@ -148,7 +152,7 @@ impl TerminalProvider {
         }
     }
 
-    /// Whether a question failed because there was no terminal.
+    /// Whether a question failed for want of a terminal or of answers.
     pub(crate) fn lacked_terminal(&self) -> bool {
         self.inner.no_terminal.load(Ordering::Relaxed)
     }
@@ -215,7 +219,11 @@ impl InputProvider for TerminalProvider {
                 return Ok(answer);
             }
             if self.inner.s.yes {
-                let content = form::yes_content(&params.requested_schema).map_err(Refusal::new)?;
+                let content = form::yes_content(&params.requested_schema).map_err(|e| {
+                    // Fixed by how tern is invoked: a usage error (exit 2).
+                    self.inner.no_terminal.store(true, Ordering::Relaxed);
+                    Refusal::new(e)
+                })?;
                 return Ok(ElicitResult {
                     action: ElicitAction::Accept,
                     content: Some(content),
@@ -441,6 +449,7 @@ pub(crate) fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
+/// Shows a sampling request for approval (SAMP-5).
 fn show_sampling(p: &CreateMessageRequestParams) {
     if let Some(sys) = &p.system_prompt {
         eprintln!("{} system: {}", bold("│"), sys);

@@ -18,6 +18,7 @@ pub(crate) fn colour() -> bool {
     *ON.get_or_init(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
 }
 
+/// `s` in an ANSI style, when styles are on.
 fn paint(code: &str, s: &str) -> String {
     if colour() {
         format!("\x1b[{code}m{s}\x1b[0m")
@@ -46,6 +47,16 @@ pub(crate) fn warn(s: &str) -> String {
     paint("1;33", s)
 }
 
+/// The time now, for display only: round timings and the spinner. No
+/// decision about the protocol reads it, so it needs no injectable clock.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "display-only timing in a terminal program"
+)]
+pub(crate) fn now() -> Instant {
+    Instant::now()
+}
+
 /// A spinner on stderr while the server works; nothing when stderr is not
 /// a terminal. Dropping it clears the line.
 pub(crate) struct Spinner {
@@ -64,7 +75,7 @@ impl Spinner {
         let label = label.to_owned();
         let task = std::thread::spawn(move || {
             const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-            let t0 = Instant::now();
+            let t0 = now();
             // Stay silent for quick answers: a flicker helps nobody.
             let mut i = 0;
             while !flag.load(Ordering::Relaxed) {
@@ -115,6 +126,7 @@ pub(crate) fn content_text(block: &ContentBlock) -> String {
     }
 }
 
+/// Resource contents as text for a person.
 fn contents_text(c: &ResourceContents) -> String {
     match c {
         ResourceContents::Text(t) => t.text.clone(),

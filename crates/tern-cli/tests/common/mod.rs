@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tempfile::TempDir;
 
@@ -100,10 +100,8 @@ impl Target {
 
     /// Writes an answers file and returns its path.
     pub fn answers(&self, json: &str) -> PathBuf {
-        let n = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
         let p = self.dir().join(format!("answers-{n}.json"));
         std::fs::write(&p, json).unwrap();
         p
@@ -181,16 +179,4 @@ pub fn post(url: &str) -> String {
     let mut body = String::new();
     s.read_to_string(&mut body).unwrap();
     body
-}
-
-/// Waits until `f` holds, for at most `secs` seconds.
-pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(secs) {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
