@@ -815,3 +815,78 @@ pub(crate) fn confirm(question: &str, default: Option<bool>) -> Result<bool, Sto
 pub(crate) fn text(question: &str, help: &str) -> Result<String, Stop> {
     Ok(Text::new(question).with_help_message(help).prompt()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(v: serde_json::Value) -> ElicitationSchema {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn yes_fills_defaults_and_required_booleans_only() {
+        let s = schema(serde_json::json!({"type": "object", "properties": {
+            "ok": {"type": "boolean"},
+            "env": {"type": "string", "enum": ["a", "b"], "default": "b"},
+            "note": {"type": "string"}
+        }, "required": ["ok"]}));
+        let v = yes_content(&s).unwrap();
+        assert_eq!(
+            serde_json::to_value(&v).unwrap(),
+            serde_json::json!({"ok": true, "env": "b"})
+        );
+        let s = schema(serde_json::json!({"type": "object", "properties": {
+            "name": {"type": "string"}
+        }, "required": ["name"]}));
+        assert!(yes_content(&s).unwrap_err().contains("name"));
+    }
+
+    #[test]
+    fn scripted_answers_are_checked_against_the_schema() {
+        let s = schema(serde_json::json!({"type": "object", "properties": {
+            "email": {"type": "string", "format": "email", "maxLength": 20},
+            "n": {"type": "integer", "minimum": 1, "maximum": 5},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "maxItems": 1}
+        }, "required": ["email"]}));
+        let ok = |v: serde_json::Value| check_content(&s, &serde_json::from_value(v).unwrap());
+        assert!(ok(serde_json::json!({"email": "a@b.example", "n": 3, "tags": ["x"]})).is_ok());
+        assert!(ok(serde_json::json!({"n": 3})).is_err());
+        assert!(ok(serde_json::json!({"email": "nope"})).is_err());
+        assert!(ok(serde_json::json!({"email": "a@b.example", "n": 9})).is_err());
+        assert!(ok(serde_json::json!({"email": "a@b.example", "n": 2.5})).is_err());
+        assert!(ok(serde_json::json!({"email": "a@b.example", "tags": ["x", "y"]})).is_err());
+        assert!(ok(serde_json::json!({"email": "a@b.example", "other": 1})).is_err());
+    }
+
+    #[test]
+    fn formats() {
+        assert!(format_ok(StringFormat::Date, "2026-07-28"));
+        assert!(!format_ok(StringFormat::Date, "2026-13-01"));
+        assert!(format_ok(StringFormat::DateTime, "2026-07-28T10:00:00Z"));
+        assert!(format_ok(
+            StringFormat::DateTime,
+            "2026-07-28T10:00:00.5+02:00"
+        ));
+        assert!(!format_ok(StringFormat::DateTime, "2026-07-28 10:00"));
+        assert!(format_ok(StringFormat::Uri, "https://example.com/x"));
+        assert!(!format_ok(StringFormat::Email, "a b@c.d"));
+    }
+
+    #[test]
+    fn urls_are_inspected_without_fetching() {
+        let v = inspect_url("https://xn--pypal-4ve.com/login");
+        assert_eq!(v.host, "xn--pypal-4ve.com");
+        assert!(v.warnings.iter().any(|w| w.contains("punycode")));
+        let v = inspect_url("http://user@evil.example:8443/x");
+        assert_eq!(v.host, "evil.example:8443");
+        assert!(v.warnings.iter().any(|w| w.contains("user name")));
+        assert!(v.warnings.iter().any(|w| w.contains("not HTTPS")));
+        assert!(
+            inspect_url("http://127.0.0.1:8080/login/ab")
+                .warnings
+                .is_empty()
+        );
+        assert!(!inspect_url("javascript:alert(1)").openable);
+    }
+}
