@@ -82,9 +82,13 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         bold("tern demo:")
     );
     if !interactive {
-        let why = if args.yes { "--yes" } else { "no terminal" };
+        let how = if args.yes {
+            "answering with --yes"
+        } else {
+            "no terminal: answering as --yes would"
+        };
         println!(
-            "{} {why}: answering as --yes would (approve the form, share the current directory)",
+            "{} {how} (approve the form, share the current directory)",
             bold("tern demo:")
         );
     }
