@@ -12,8 +12,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod call;
+mod demo;
+mod discover;
+mod form;
 mod keys;
+mod provider;
 mod serve;
+mod target;
+mod ui;
 mod workload;
 
 /// Tern: MCP 2026-07-28 with multi round-trip requests.
@@ -80,7 +87,9 @@ pub(crate) struct TargetArgs {
     #[arg(value_name = "URL", required_unless_present = "cmd")]
     pub(crate) url: Option<String>,
     /// A command that starts a stdio server, e.g. 'tern serve --stdio'.
-    #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
+    // With --cmd the first word after it is not a URL: the commands shift it
+    // back into WHAT, so clap must not reject the pair (target.rs).
+    #[arg(long, value_name = "COMMAND")]
     pub(crate) cmd: Option<String>,
 }
 
@@ -90,7 +99,9 @@ pub(crate) struct CallArgs {
     #[command(flatten)]
     pub(crate) target: TargetArgs,
     /// `tool NAME`, `prompt NAME` or `read URI`, then `key=value` arguments.
-    #[arg(value_name = "WHAT", num_args = 2.., trailing_var_arg = true, required = true)]
+    // Flags may follow WHAT, and with --cmd the first word lands in `url`
+    // (call.rs shifts it back), so clap asks for one value and call.rs checks.
+    #[arg(value_name = "WHAT", num_args = 1.., required = true)]
     pub(crate) what: Vec<String>,
     /// An OpenAI-compatible chat-completions endpoint for sampling (key from
     /// OPENAI_API_KEY or TERN_MODEL_KEY).
@@ -206,9 +217,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Keys(a) => keys::run(a),
-        Command::Call(_) | Command::Discover(_) | Command::Demo(_) => {
-            Err("not available yet".to_owned())
-        }
+        Command::Call(a) => call::run(a),
+        Command::Discover(a) => discover::run(a),
+        Command::Demo(a) => demo::run(a),
     };
     match result {
         Ok(code) => code,

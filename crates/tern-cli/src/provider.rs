@@ -1,0 +1,633 @@
+//! The terminal input provider: answers a server's questions from an
+//! answers file, from `--yes`, or by asking the person in the terminal
+//! (DIGEST §5), and declares exactly what the person enabled (META-A1).
+//!
+//! The order for each question: the `--answers` entry for its key, then
+//! `--yes`, then the terminal. Without any of them a question fails at once
+//! with a clear message instead of waiting for input that cannot come.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tern::client::{BoxFuture, InputContext, InputKinds, InputProvider, Refusal};
+use tern::types::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestFormParams,
+    ElicitRequestUrlParams, ElicitResult, ListRootsResult, Role, Root, SamplingContent,
+    SamplingMessageContentBlock, TextContent,
+};
+
+use crate::form::{self, Stop};
+use crate::ui::{bold, dim, highlight, warn};
+
+/// The message when a question needs a person and there is no terminal.
+pub(crate) const NO_TERMINAL: &str = "the server asks a question and there is no terminal to ask it in: run in a terminal, or pass --answers FILE or --yes";
+
+/// Scripted answers by input key (`--answers`). A value is the answer for
+/// every time the key is asked; an array gives one answer per ask, in
+/// order.
+#[derive(Debug, Default)]
+pub(crate) struct Answers {
+    by_key: Mutex<BTreeMap<String, Entry>>,
+}
+
+#[derive(Debug)]
+/// One key's scripted answers.
+enum Entry {
+    Always(Value),
+    Sequence(VecDeque<Value>),
+}
+
+impl Answers {
+    /// Reads an answers file: a JSON object from input key to response.
+    pub(crate) fn load(path: &Path) -> Result<Answers, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --answers {}: {e}", path.display()))?;
+        let map: serde_json::Map<String, Value> = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "--answers {} is not a JSON object of answers by input key: {e}",
+                path.display()
+            )
+        })?;
+        let by_key = map
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::Array(a) => (k, Entry::Sequence(a.into())),
+                v => (k, Entry::Always(v)),
+            })
+            .collect();
+        Ok(Answers {
+            by_key: Mutex::new(by_key),
+        })
+    }
+
+    /// The next answer for `key`, parsed as `T`.
+    fn take<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Refusal> {
+        let raw = {
+            let mut map = self
+                .by_key
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match map.get_mut(key) {
+                None => None,
+                Some(Entry::Always(v)) => Some(v.clone()),
+                Some(Entry::Sequence(q)) => q.pop_front(),
+            }
+        };
+        raw.map(|v| {
+            serde_json::from_value(v).map_err(|e| {
+                Refusal::new(format!(
+                    "the --answers entry for {key:?} does not fit the question: {e}"
+                ))
+            })
+        })
+        .transpose()
+    }
+}
+
+/// How sampling requests are answered, after the person approves them.
+#[derive(Debug, Clone)]
+pub(crate) enum Sampler {
+    /// An OpenAI-compatible chat-completions endpoint.
+    OpenAi {
+        /// The endpoint URL.
+        url: String,
+        /// The model name.
+        model: String,
+    },
+    /// A command that reads the request JSON on stdin and prints the text.
+    Command(String),
+}
+
+/// Everything the provider needs, resolved from the flags.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// What is declared (META-A1).
+    pub(crate) kinds: InputKinds,
+    /// Scripted answers.
+    pub(crate) answers: Option<Answers>,
+    /// `--yes`.
+    pub(crate) yes: bool,
+    /// Whether the person can be asked in this terminal.
+    pub(crate) interactive: bool,
+    /// The sampling backend.
+    pub(crate) sampler: Option<Sampler>,
+    /// The roots the person allowed (ROOT-C2).
+    pub(crate) roots: Vec<Root>,
+    /// The label for the server until it names itself.
+    pub(crate) server_label: String,
+}
+
+/// The `InputProvider` of `tern call` and `tern demo`.
+#[derive(Clone)]
+pub(crate) struct TerminalProvider {
+    inner: Arc<Inner>,
+}
+
+/// The provider's shared state.
+struct Inner {
+    s: Settings,
+    /// One dialog at a time: the client asks a round's questions
+    /// concurrently.
+    dialog: tokio::sync::Mutex<()>,
+    /// Set when a question could not be answered as tern was invoked: no
+    /// terminal, or `--yes` facing a required field without a default
+    /// (exit code 2).
+    no_terminal: AtomicBool,
+}
+
+impl TerminalProvider {
+    /// A provider with these settings.
+    pub(crate) fn new(s: Settings) -> Self {
+        TerminalProvider {
+            inner: Arc::new(Inner {
+                s,
+                dialog: tokio::sync::Mutex::new(()),
+                no_terminal: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Whether a question failed for want of a terminal or of answers.
+    pub(crate) fn lacked_terminal(&self) -> bool {
+        self.inner.no_terminal.load(Ordering::Relaxed)
+    }
+
+    fn no_terminal(&self) -> Refusal {
+        self.inner.no_terminal.store(true, Ordering::Relaxed);
+        Refusal::new(NO_TERMINAL)
+    }
+
+    fn server(&self, cx: &InputContext) -> String {
+        crate::ui::server_name(cx.server_info.as_ref())
+            .unwrap_or_else(|| self.inner.s.server_label.clone())
+    }
+
+    fn scripted<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Refusal> {
+        match &self.inner.s.answers {
+            Some(a) => a.take(key),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs a blocking dialog on its own thread, one at a time.
+    async fn dialog<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T, Stop> + Send + 'static,
+    ) -> Result<T, Refusal> {
+        let _turn = self.inner.dialog.lock().await;
+        match tokio::task::spawn_blocking(f).await {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(Stop::Abort(why))) => Err(Refusal::new(why)),
+            Ok(Err(Stop::Dismissed)) => Err(Refusal::new("dismissed")),
+            Err(e) => Err(Refusal::new(format!("the dialog failed: {e}"))),
+        }
+    }
+}
+
+impl std::fmt::Debug for TerminalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalProvider")
+            .field("kinds", &self.inner.s.kinds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InputProvider for TerminalProvider {
+    fn kinds(&self) -> InputKinds {
+        self.inner.s.kinds
+    }
+
+    fn elicit_form(
+        &self,
+        cx: InputContext,
+        params: ElicitRequestFormParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
+        Box::pin(async move {
+            if let Some(answer) = self.scripted::<ElicitResult>(&cx.key)? {
+                if answer.action == ElicitAction::Accept {
+                    // ELIC-C6: check a scripted answer like a typed one.
+                    let content = answer.content.clone().unwrap_or_default();
+                    form::check_content(&params.requested_schema, &content).map_err(|e| {
+                        Refusal::new(format!("the --answers entry for {:?}: {e}", cx.key))
+                    })?;
+                }
+                return Ok(answer);
+            }
+            if self.inner.s.yes {
+                let content = form::yes_content(&params.requested_schema).map_err(|e| {
+                    // Fixed by how tern is invoked: a usage error (exit 2).
+                    self.inner.no_terminal.store(true, Ordering::Relaxed);
+                    Refusal::new(e)
+                })?;
+                return Ok(ElicitResult {
+                    action: ElicitAction::Accept,
+                    content: Some(content),
+                });
+            }
+            if !self.inner.s.interactive {
+                return Err(self.no_terminal());
+            }
+            let server = self.server(&cx);
+            let key = cx.key.clone();
+            match self
+                .dialog(move || form::ask_form(&server, &key, &params))
+                .await
+            {
+                Err(r) if r.reason == "dismissed" => Ok(ElicitResult::new(ElicitAction::Cancel)),
+                other => other,
+            }
+        })
+    }
+
+    fn elicit_url(
+        &self,
+        cx: InputContext,
+        params: ElicitRequestUrlParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
+        Box::pin(async move {
+            let server = self.server(&cx);
+            if let Some(answer) = self.scripted::<ElicitResult>(&cx.key)? {
+                if answer.action != ElicitAction::Accept {
+                    return Ok(answer);
+                }
+                // Consent came from the file; the person still does the
+                // out-of-band step and says when it is done (ELIC-10).
+                let view = form::inspect_url(&params.url);
+                form::header("to open a web page", &server, &cx.key);
+                form::show_url(&view, &params.message);
+                if !view.openable {
+                    return Ok(ElicitResult::new(ElicitAction::Decline));
+                }
+                let url = view.url.clone();
+                let _turn = self.inner.dialog.lock().await;
+                eprintln!("tern: open {url} then type done (or cancel) and press Enter");
+                let line = tokio::task::spawn_blocking(|| {
+                    let mut line = String::new();
+                    std::io::stdin()
+                        .lock()
+                        .read_line(&mut line)
+                        .map(|n| (n, line))
+                })
+                .await
+                .map_err(|e| Refusal::new(e.to_string()))?;
+                return Ok(match line {
+                    Ok((n, l)) if n > 0 && !l.trim().eq_ignore_ascii_case("cancel") => {
+                        ElicitResult::new(ElicitAction::Accept)
+                    }
+                    _ => ElicitResult::new(ElicitAction::Cancel),
+                });
+            }
+            if self.inner.s.yes {
+                // --yes never consents to a URL by itself.
+                eprintln!(
+                    "tern: --yes does not consent to opening {}; answering cancel (give the key {:?} in --answers to consent)",
+                    params.url, cx.key
+                );
+                return Ok(ElicitResult::new(ElicitAction::Cancel));
+            }
+            if !self.inner.s.interactive {
+                return Err(self.no_terminal());
+            }
+            let key = cx.key.clone();
+            match self
+                .dialog(move || form::ask_url(&server, &key, &params.message, &params.url))
+                .await
+            {
+                Err(r) if r.reason == "dismissed" => Ok(ElicitResult::new(ElicitAction::Cancel)),
+                other => other,
+            }
+        })
+    }
+
+    fn sample(
+        &self,
+        cx: InputContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, Refusal>> {
+        Box::pin(async move {
+            if let Some(answer) = self.scripted::<CreateMessageResult>(&cx.key)? {
+                return Ok(answer);
+            }
+            let server = self.server(&cx);
+            let s = &self.inner.s;
+            if !s.interactive && !s.yes {
+                return Err(self.no_terminal());
+            }
+            let backend = match &s.sampler {
+                Some(Sampler::OpenAi { url, model }) => format!("{model} at {url}"),
+                Some(Sampler::Command(c)) => format!("the command {c:?}"),
+                None => "you (no --model-url or --sampling-cmd)".to_owned(),
+            };
+            // SAMP-5: the person sees the request before anything is sent.
+            let _turn = self.inner.dialog.lock().await;
+            form::header("for a model completion", &server, &cx.key);
+            show_sampling(&params);
+            eprintln!("{} it would go to {}", bold("│"), highlight(&backend));
+            if s.yes {
+                eprintln!("{} approved by --yes", bold("│"));
+            } else {
+                let ok = tokio::task::spawn_blocking(|| form::confirm("Send this request?", None))
+                    .await
+                    .map_err(|e| Refusal::new(e.to_string()))?;
+                if !matches!(ok, Ok(true)) {
+                    // MRTR-C4: a rejected sample has no answer; end here.
+                    return Err(Refusal::new("the person rejected the sampling request"));
+                }
+            }
+            let (text, model, stop) = match &s.sampler {
+                Some(sampler) => run_sampler(sampler, &params).await.map_err(Refusal::new)?,
+                None if s.interactive => {
+                    let t = tokio::task::spawn_blocking(|| {
+                        form::text("Your reply:", "typed in place of a model")
+                    })
+                    .await
+                    .map_err(|e| Refusal::new(e.to_string()))?
+                    .map_err(|_| Refusal::new("no reply was written"))?;
+                    (t, "human".to_owned(), Some("endTurn".to_owned()))
+                }
+                None => {
+                    return Err(Refusal::new(
+                        "no model to sample with: pass --model-url or --sampling-cmd",
+                    ));
+                }
+            };
+            let (text, stop) = limit_tokens(text, params.max_tokens, stop);
+            eprintln!("{} reply: {}", bold("│"), text);
+            if !s.yes && s.sampler.is_some() {
+                let ok = tokio::task::spawn_blocking(|| {
+                    form::confirm("Return this reply to the server?", None)
+                })
+                .await
+                .map_err(|e| Refusal::new(e.to_string()))?;
+                if !matches!(ok, Ok(true)) {
+                    return Err(Refusal::new("the person withheld the model's reply"));
+                }
+            }
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: SamplingContent::Single(SamplingMessageContentBlock::Text(
+                    TextContent::new(text),
+                )),
+                model,
+                stop_reason: stop,
+                meta: None,
+            })
+        })
+    }
+
+    fn list_roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, Refusal>> {
+        Box::pin(async move {
+            if let Some(answer) = self.scripted::<ListRootsResult>(&cx.key)? {
+                return Ok(answer);
+            }
+            let s = &self.inner.s;
+            let roots = ListRootsResult {
+                roots: s.roots.clone(),
+            };
+            if s.yes || !s.interactive {
+                // The --root flags (or the documented default, the current
+                // directory) are the person's permission (ROOT-C2).
+                return Ok(roots);
+            }
+            let server = self.server(&cx);
+            let key = cx.key.clone();
+            let shown = roots.clone();
+            let ok = self
+                .dialog(move || {
+                    form::header("for your workspace roots", &server, &key);
+                    for r in &shown.roots {
+                        eprintln!("{}   {}", bold("│"), r.uri);
+                    }
+                    form::confirm("Share these roots?", Some(true))
+                })
+                .await;
+            match ok {
+                Ok(true) => Ok(roots),
+                // Sharing nothing is an honest answer, and the server copes
+                // with no roots (ROOT-S3).
+                Ok(false) => Ok(ListRootsResult { roots: Vec::new() }),
+                Err(r) => Err(r),
+            }
+        })
+    }
+}
+
+/// The roots for `--root` directories (default: the current directory):
+/// `file://` URIs of canonical absolute paths, so no `..` or symlink can
+/// point elsewhere (ROOT-1, ROOT-C2).
+pub(crate) fn roots(dirs: &[PathBuf]) -> Result<Vec<Root>, String> {
+    let dirs = if dirs.is_empty() {
+        vec![std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?]
+    } else {
+        dirs.to_vec()
+    };
+    dirs.iter()
+        .map(|d| {
+            let canon =
+                std::fs::canonicalize(d).map_err(|e| format!("--root {}: {e}", d.display()))?;
+            if !canon.is_dir() {
+                return Err(format!("--root {}: not a directory", d.display()));
+            }
+            let uri = reqwest::Url::from_file_path(&canon)
+                .map_err(|()| format!("--root {}: cannot be a file:// URI", d.display()))?;
+            Ok(Root {
+                uri: uri.to_string(),
+                name: canon.file_name().map(|n| n.to_string_lossy().into_owned()),
+                meta: None,
+            })
+        })
+        .collect()
+}
+
+/// Whether the person can be asked: stdin is a terminal.
+pub(crate) fn stdin_is_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Shows a sampling request for approval (SAMP-5).
+fn show_sampling(p: &CreateMessageRequestParams) {
+    if let Some(sys) = &p.system_prompt {
+        eprintln!("{} system: {}", bold("│"), sys);
+    }
+    for m in &p.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        for b in m.content.blocks() {
+            let text = match b {
+                SamplingMessageContentBlock::Text(t) => t.text.clone(),
+                SamplingMessageContentBlock::Image(i) => format!("[image {}]", i.mime_type),
+                SamplingMessageContentBlock::Audio(a) => format!("[audio {}]", a.mime_type),
+                SamplingMessageContentBlock::ToolUse(t) => format!("[tool use {}]", t.name),
+                SamplingMessageContentBlock::ToolResult(t) => {
+                    format!("[tool result {}]", t.tool_use_id)
+                }
+            };
+            eprintln!("{} {}: {}", bold("│"), role, text);
+        }
+    }
+    eprintln!(
+        "{} {}",
+        bold("│"),
+        dim(&format!("at most {} tokens", p.max_tokens))
+    );
+    if p.include_context
+        .is_some_and(|c| c != tern::types::IncludeContext::None)
+    {
+        // SECURITY.md §3.10: never another server's context without consent.
+        eprintln!(
+            "{} {}",
+            bold("│"),
+            warn("the server asked to include context; none is included")
+        );
+    }
+}
+
+/// The conversation as chat-completions messages; text only.
+fn chat_messages(p: &CreateMessageRequestParams) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    if let Some(sys) = &p.system_prompt {
+        out.push(json!({"role": "system", "content": sys}));
+    }
+    for m in &p.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let mut text = String::new();
+        for b in m.content.blocks() {
+            match b {
+                SamplingMessageContentBlock::Text(t) => text.push_str(&t.text),
+                _ => return Err("only text can be sent to the model".to_owned()),
+            }
+        }
+        out.push(json!({"role": role, "content": text}));
+    }
+    Ok(out)
+}
+
+/// Runs the backend: `(text, model, stopReason)`.
+async fn run_sampler(
+    sampler: &Sampler,
+    p: &CreateMessageRequestParams,
+) -> Result<(String, String, Option<String>), String> {
+    match sampler {
+        Sampler::OpenAi { url, model } => {
+            let key = std::env::var("OPENAI_API_KEY")
+                .or_else(|_| std::env::var("TERN_MODEL_KEY"))
+                .ok();
+            let mut body = json!({
+                "model": model,
+                "messages": chat_messages(p)?,
+                "max_tokens": p.max_tokens,
+            });
+            if let Some(t) = p.temperature {
+                body["temperature"] = json!(t);
+            }
+            if let Some(s) = &p.stop_sequences {
+                body["stop"] = json!(s);
+            }
+            let mut req = reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.to_string());
+            if let Some(k) = key {
+                req = req.bearer_auth(k);
+            }
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| format!("the model endpoint failed: {e}"))?;
+            let status = resp.status();
+            let bytes = resp
+                .bytes()
+                .await
+                .map_err(|e| format!("the model endpoint failed: {e}"))?;
+            if !status.is_success() {
+                return Err(format!(
+                    "the model endpoint answered {status}: {}",
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                ));
+            }
+            let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                format!("the model endpoint answered something that is not JSON: {e}")
+            })?;
+            let choice = &v["choices"][0];
+            let text = choice["message"]["content"]
+                .as_str()
+                .ok_or("the model endpoint's answer has no choices[0].message.content")?
+                .to_owned();
+            let stop = match choice["finish_reason"].as_str() {
+                Some("length") => Some("maxTokens".to_owned()),
+                Some("stop") => Some("endTurn".to_owned()),
+                Some(other) => Some(other.to_owned()),
+                None => None,
+            };
+            let used = v["model"].as_str().unwrap_or(model).to_owned();
+            Ok((text, used, stop))
+        }
+        Sampler::Command(cmd) => {
+            use tokio::io::AsyncWriteExt;
+            let mut child = tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .env("TERN_MAX_TOKENS", p.max_tokens.to_string())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("cannot run --sampling-cmd: {e}"))?;
+            let request = serde_json::to_vec(p).map_err(|e| e.to_string())?;
+            if let Some(mut stdin) = child.stdin.take() {
+                // A command that ignores its input may close stdin early.
+                let _ = stdin.write_all(&request).await;
+            }
+            let out = child
+                .wait_with_output()
+                .await
+                .map_err(|e| format!("--sampling-cmd failed: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("--sampling-cmd exited with {}", out.status));
+            }
+            let text = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
+            Ok((text, "sampling-cmd".to_owned(), Some("endTurn".to_owned())))
+        }
+    }
+}
+
+/// Respects `maxTokens` for replies the client did not meter itself: at
+/// about four characters a token, longer text is cut and marked
+/// `maxTokens`.
+fn limit_tokens(text: String, max_tokens: u64, stop: Option<String>) -> (String, Option<String>) {
+    let budget = usize::try_from(max_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+    if text.chars().count() <= budget {
+        return (text, stop);
+    }
+    (
+        text.chars().take(budget).collect(),
+        Some("maxTokens".to_owned()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limit_tokens;
+
+    #[test]
+    fn long_replies_are_cut_to_max_tokens() {
+        let (t, s) = limit_tokens("x".repeat(50), 10, Some("endTurn".into()));
+        assert_eq!((t.len(), s.as_deref()), (40, Some("maxTokens")));
+        let (t, s) = limit_tokens("short".into(), 10, Some("endTurn".into()));
+        assert_eq!((t.as_str(), s.as_deref()), ("short", Some("endTurn")));
+    }
+}

@@ -1,0 +1,84 @@
+//! `tern call` in a pseudo-terminal, driven keystroke by keystroke as a
+//! person would: approve the deploy form, then decline a redemption.
+
+mod common;
+
+use std::process::Command;
+
+use common::{Server, tern_bin};
+use rexpect::session::{Options, PtySession, spawn_with_options};
+
+const ENTER: &str = "\r";
+const DOWN: &str = "\x1b[B";
+
+/// Types `keys` once the prompt on screen is reading: a prompt redraws
+/// before it reads, so keys sent at the first glimpse could be lost.
+fn press(p: &mut PtySession, keys: &str) {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    p.send(keys).unwrap();
+    p.flush().unwrap();
+}
+
+fn spawn(server: &Server, args: &[&str]) -> PtySession {
+    let mut cmd = Command::new(tern_bin());
+    cmd.arg("call")
+        .arg(&server.url)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .current_dir(server.dir.path());
+    spawn_with_options(
+        cmd,
+        Options::new()
+            .timeout_ms(Some(20_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_person_approves_a_deploy_and_declines_a_redemption() {
+    let server = Server::start();
+
+    let mut p = spawn(&server, &["tool", "deploy", "environment=staging"]);
+    // ELIC-C9: who asks, what, and explicit answer/decline/cancel choices.
+    p.exp_string("asks: a form").unwrap();
+    p.exp_string("Approve deployment to staging?").unwrap();
+    p.exp_string("Decline").unwrap();
+    p.exp_string("Cancel").unwrap();
+    press(&mut p, ENTER); // Answer the form
+    p.exp_string("Approve this deployment").unwrap();
+    press(&mut p, "y");
+    press(&mut p, ENTER);
+    // The review screen before anything is sent.
+    p.exp_string("Review your answer").unwrap();
+    p.exp_string("Submit (accept)").unwrap();
+    press(&mut p, ENTER);
+    // ROOT-C2: the roots are shown and shared only with consent.
+    p.exp_string("Share these roots?").unwrap();
+    press(&mut p, "y");
+    press(&mut p, ENTER);
+    p.exp_string("deployed to staging with 1 workspace root(s)")
+        .unwrap();
+    p.exp_eof().unwrap();
+    let status = p.process_mut().wait().unwrap();
+    let status = format!("{status:?}");
+    assert!(
+        status.starts_with("Exited(") && status.ends_with(", 0)"),
+        "{status}"
+    );
+
+    let mut p = spawn(&server, &["tool", "redeem", "code=GIFT-1"]);
+    p.exp_string("Redeem code GIFT-1?").unwrap();
+    p.exp_string("Cancel").unwrap();
+    press(&mut p, DOWN); // Decline
+    press(&mut p, ENTER);
+    p.exp_string("redemption declined").unwrap();
+    p.exp_eof().unwrap();
+    let status = p.process_mut().wait().unwrap();
+    let status = format!("{status:?}");
+    assert!(
+        status.starts_with("Exited(") && status.ends_with(", 1)"),
+        "{status}"
+    );
+}
