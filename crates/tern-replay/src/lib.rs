@@ -40,12 +40,12 @@
 //! # }
 //! ```
 
-mod guard;
 mod redis_store;
 mod sqlite;
 
 // The public surface, one name per type.
-pub use guard::{Deployment, GuardError, check_deployment};
+// The startup guards live beside the store contract, so the server
+// framework applies the same ones without depending on these backends.
 pub use redis_store::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RESULT_KEY_PREFIX,
     RedisConnectError, RedisOptions, RedisReplayStore,
@@ -54,3 +54,4 @@ pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, SqliteOpenError,
     SqliteOptions, SqliteReplayStore, Synchronous,
 };
+pub use tern_seal::{Deployment, GuardError, check_deployment};

@@ -38,6 +38,7 @@
 
 pub mod canonical;
 mod envelope;
+mod guard;
 mod keyfile;
 mod keys;
 mod random;
@@ -45,6 +46,7 @@ mod replay;
 
 // The public surface, one name per type.
 pub use envelope::{Binding, Claims, MAX_TOKEN_CHARS, OpenError, OpenPolicy, Opened, SealError};
+pub use guard::{Deployment, GuardError, check_deployment};
 pub use keyfile::{DEFAULT_GRACE_SECS, KeyFile, KeyFileEntry, KeyFileError};
 pub use keys::{KeyRing, KeyRingError, KeyRole, KeySpec, MasterSecret, SecretError};
 pub use random::random_bytes;

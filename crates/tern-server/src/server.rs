@@ -18,8 +18,8 @@ use tern_proto::finish::{
 use tern_proto::headers::{decode_header_value, header_matches};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{
-    Claims, ConsumeKey, Consumed, Durability, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore,
-    random_bytes,
+    Claims, ConsumeKey, Consumed, Deployment, KeyRing, MemoryReplayStore, OpenPolicy, ReplayStore,
+    check_deployment, random_bytes,
 };
 use tern_types::{CacheScope, Implementation, RequestId, meta_keys};
 use tokio::sync::broadcast;
@@ -1123,16 +1123,18 @@ impl ServerBuilder {
                 "idempotent routes need a replay store that keeps results".into(),
             ));
         }
-        if persistent_keys && durability == Durability::Volatile && self.single_use {
-            return Err(BuildError(
-                "single-use routes with persistent keys need a durable replay store: a restart would let a replay through".into(),
-            ));
-        }
-        if self.instances > 1 && durability != Durability::Shared {
-            return Err(BuildError(
-                "several instances need a shared replay store (e.g. Redis)".into(),
-            ));
-        }
+        // SECURITY.md §3.9: refuse combinations that would let a replay
+        // through.
+        check_deployment(&Deployment {
+            persistent_keys,
+            single_use_routes: self.single_use,
+            instances: self.instances,
+            store: durability,
+            marker_ttl: marker_ttl(&self.config),
+            max_state_ttl: self.config.state_ttl,
+            skew: self.config.skew,
+        })
+        .map_err(|e| BuildError(e.to_string()))?;
         if self.config.max_rounds == 0 {
             return Err(BuildError("max_rounds must be at least 1".into()));
         }

@@ -5,11 +5,11 @@
 //! Refusing to start costs an operator a configuration change; starting
 //! wrongly costs repeated irreversible effects that nobody sees until they
 //! happen. The Redis eviction-policy guard needs the server, so it runs in
-//! [`RedisReplayStore::connect`](crate::RedisReplayStore::connect).
+//! tern-replay's `RedisReplayStore::connect`.
 
 use std::time::Duration;
 
-use tern_seal::Durability;
+use crate::replay::Durability;
 
 /// What a deployment declares about itself, for [`check_deployment`].
 ///
