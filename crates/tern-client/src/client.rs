@@ -362,7 +362,7 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<R, Error> {
-        if methods::INTERIM_CAPABLE.contains(&method) {
+        if methods::FlowMethod::parse(method).is_some() {
             return Err(Error::usage(format!(
                 "{method} may need several rounds: use its typed call"
             )));

@@ -143,26 +143,30 @@ async fn dynamic() -> ToolResult {
     ToolResult::text("This tool was added at run time")
 }
 
-async fn trigger_tool_change(server: Server) -> ToolResult {
-    server.add_tool(ToolDef::new(
-        "test_dynamic_tool",
-        "A tool added at run time",
-        dynamic,
-    ));
-    ToolResult::text("Tool list changed")
+async fn trigger_tool_change(server: Server) -> Result<ToolResult, Error> {
+    server
+        .add_tool(ToolDef::new(
+            "test_dynamic_tool",
+            "A tool added at run time",
+            dynamic,
+        ))
+        .map_err(|e| Error::tool(e.to_string()))?;
+    Ok(ToolResult::text("Tool list changed"))
 }
 
 async fn dynamic_prompt() -> PromptResult {
     PromptResult::user_text("This prompt was added at run time")
 }
 
-async fn trigger_prompt_change(server: Server) -> ToolResult {
-    server.add_prompt(PromptDef::new(
-        "test_dynamic_prompt",
-        "A prompt added at run time",
-        dynamic_prompt,
-    ));
-    ToolResult::text("Prompt list changed")
+async fn trigger_prompt_change(server: Server) -> Result<ToolResult, Error> {
+    server
+        .add_prompt(PromptDef::new(
+            "test_dynamic_prompt",
+            "A prompt added at run time",
+            dynamic_prompt,
+        ))
+        .map_err(|e| Error::tool(e.to_string()))?;
+    Ok(ToolResult::text("Prompt list changed"))
 }
 
 async fn echo_raw(RawArgs(args): RawArgs) -> ToolResult {

@@ -318,3 +318,84 @@ async fn malformed_bodies_are_parse_errors_and_notifications_202() {
     assert_eq!(r.status(), 202);
     assert!(r.text().await.unwrap().is_empty());
 }
+
+async fn roots(ask: tern_server::Ask) -> Result<ToolResult, tern_server::Error> {
+    let r = ask.all(tern_server::Need::roots("roots"))?;
+    Ok(ToolResult::text(format!("{} root(s)", r.len())))
+}
+
+async fn boom() -> ToolResult {
+    panic!("boom")
+}
+
+fn with_roots(method: &str, params: Value) -> Value {
+    let mut b = body(method, params);
+    b["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": {}});
+    b
+}
+
+#[tokio::test]
+async fn a_non_ascii_root_and_a_panicking_handler_get_json_rpc_errors() {
+    // Regression: the roots answer `file:/é/abcdef` panicked the request
+    // and the client saw 204 with an empty body. ROOT-1, SECURITY.md §3.8.
+    let server = Server::builder("t", "1")
+        .tool("roots", "asks for roots", roots)
+        .tool("boom", "panics", boom)
+        .tool("hello", "says hello", hello)
+        .build()
+        .unwrap();
+    let (addr, _task) = spawn("127.0.0.1:0".parse().unwrap(), server, HttpOptions::default())
+        .await
+        .unwrap();
+    let first = with_roots("tools/call", json!({"name": "roots"}));
+    let (status, r) = json_of(
+        post(addr, "tools/call", Some("roots"))
+            .body(first.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let mut retry = first.clone();
+    retry["params"]["requestState"] = r["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] = json!({"roots": {"roots": [{"uri": "file:/é/abcdef"}]}});
+    let (status, e) = json_of(
+        post(addr, "tools/call", Some("roots"))
+            .body(retry.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(e["id"], 7, "{e}");
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    assert_eq!(e["error"]["data"]["key"], "roots", "{e}");
+    let (status, e) = json_of(
+        post(addr, "tools/call", Some("boom"))
+            .body(body("tools/call", json!({"name": "boom"})).to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (e["error"]["code"].as_i64(), e["error"]["message"].as_str()),
+        (Some(-32603), Some("Internal error")),
+        "{e}"
+    );
+    assert!(e["error"]["data"]["correlationId"].is_string(), "{e}");
+    let (status, ok) = json_of(
+        post(addr, "tools/call", Some("hello"))
+            .body(body("tools/call", json!({"name": "hello"})).to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ok["result"]["content"][0]["text"], "hello", "{ok}");
+}

@@ -1,8 +1,12 @@
 //! The server's accept rules for one request, in the order of DIGEST
-//! HTTP-A5 (steps 6–10 and 12; the router decides step 11, the server the
-//! rest).
+//! HTTP-A5. The steps are typed so none can be skipped or reordered:
+//! [`accept_request`] (steps 6–10) gives an [`Envelope`], and only
+//! [`Envelope::resolve`] (step 11, the method exists here; step 12,
+//! `Mcp-Name`; the MRTR field gate) gives the [`Accepted`] request a server
+//! dispatches. The server does the rest (steps 13 and 14).
 
 use serde_json::{Map, Value};
+use tern_types::methods::{FlowMethod, Method};
 use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_keys};
 
 use crate::contract::McpHeaders;
@@ -38,22 +42,79 @@ pub struct RequestMeta {
     pub raw: Map<String, Value>,
 }
 
-/// A request that passed the envelope checks.
+/// A request whose envelope passed HTTP-A5 steps 6–10; whether this server
+/// has its method is not known yet.
 #[derive(Clone, Debug, PartialEq)]
+pub struct Envelope {
+    id: RequestId,
+    method: String,
+    params: Map<String, Value>,
+    meta: RequestMeta,
+}
+
+/// A request that passed every accept step up to the handler: the method
+/// is one this server offers, `Mcp-Name` agrees with the body, and MRTR
+/// fields appear only where a retry is possible. Only
+/// [`Envelope::resolve`] makes one.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Accepted {
     /// The request id, echoed by the response.
     pub id: RequestId,
     /// The method.
-    pub method: String,
+    pub method: Method,
     /// The params, `_meta` included.
     pub params: Map<String, Value>,
     /// The parsed `_meta`.
     pub meta: RequestMeta,
 }
 
-/// The methods that may answer `input_required` (MRTR-S1, MRTR-S2).
-pub fn may_require_input(method: &str) -> bool {
-    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+impl Accepted {
+    /// The multi round-trip method this is, if it is one.
+    pub fn flow(&self) -> Option<FlowMethod> {
+        self.method.flow()
+    }
+}
+
+impl Envelope {
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The method as sent.
+    pub fn method_name(&self) -> &str {
+        &self.method
+    }
+
+    /// The parsed `_meta`.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.meta
+    }
+
+    /// HTTP-A5 step 11 (the method exists and `offered` says this server
+    /// has it, else -32601), step 12 (`Mcp-Name` agrees with the target)
+    /// and the MRTR field gate (MRTR-S-A3, DIGEST §11 A10).
+    pub fn resolve(
+        self,
+        headers: Option<&McpHeaders>,
+        offered: impl FnOnce(Method) -> bool,
+        supported: &[String],
+    ) -> Result<Accepted, McpError> {
+        let method = match Method::parse(&self.method) {
+            Some(m) if offered(m) => m,
+            _ => return Err(method_not_found(&self.method, supported)),
+        };
+        let accepted = Accepted {
+            id: self.id,
+            method,
+            params: self.params,
+            meta: self.meta,
+        };
+        check_name_header(&accepted, headers)?;
+        check_mrtr_fields(&accepted)?;
+        Ok(accepted)
+    }
 }
 
 /// Checks a request's envelope: the `MCP-Protocol-Version` header (HTTP
@@ -66,7 +127,7 @@ pub fn accept_request(
     req: Request,
     headers: Option<&McpHeaders>,
     supported: &[String],
-) -> Result<Accepted, McpError> {
+) -> Result<Envelope, McpError> {
     let is_initialize = req.method == "initialize";
     check_envelope(req, headers, supported).map_err(|e| {
         if is_initialize {
@@ -81,7 +142,7 @@ fn check_envelope(
     req: Request,
     headers: Option<&McpHeaders>,
     supported: &[String],
-) -> Result<Accepted, McpError> {
+) -> Result<Envelope, McpError> {
     let header_version = match headers {
         Some(h) => match h.protocol_version.as_deref() {
             Some(v) => Some(v),
@@ -214,7 +275,7 @@ fn check_envelope(
         progress_token,
         raw: meta.clone(),
     };
-    Ok(Accepted {
+    Ok(Envelope {
         id: req.id,
         method: req.method,
         params,
@@ -223,20 +284,12 @@ fn check_envelope(
 }
 
 /// Checks `Mcp-Name` against `params.name` or `params.uri` for the three
-/// methods that need it (HTTP-A5 step 12, HTTP-S11). Call it once the method
-/// is known to exist.
-pub fn check_name_header(
-    accepted: &Accepted,
-    headers: Option<&McpHeaders>,
-) -> Result<(), McpError> {
-    let Some(headers) = headers else {
+/// methods that need it (HTTP-A5 step 12, HTTP-S11).
+fn check_name_header(accepted: &Accepted, headers: Option<&McpHeaders>) -> Result<(), McpError> {
+    let (Some(headers), Some(flow)) = (headers, accepted.flow()) else {
         return Ok(());
     };
-    let field = match accepted.method.as_str() {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return Ok(()),
-    };
+    let field = flow.target_field();
     let body = accepted.params.get(field).and_then(Value::as_str);
     let mismatch = |message: String| McpError::HeaderMismatch {
         message,
@@ -258,8 +311,8 @@ pub fn check_name_header(
 
 /// Refuses `inputResponses` and `requestState` on methods that cannot be
 /// retried (MRTR-S-A3, DIGEST §11 A10).
-pub fn check_mrtr_fields(accepted: &Accepted) -> Result<(), McpError> {
-    if may_require_input(&accepted.method) {
+fn check_mrtr_fields(accepted: &Accepted) -> Result<(), McpError> {
+    if accepted.method.may_require_input() {
         return Ok(());
     }
     for field in ["inputResponses", "requestState"] {

@@ -85,9 +85,19 @@ pub enum McpError {
     /// The body exceeds the configured size (HTTP 413; -32600 on stdio).
     #[error("Request body too large")]
     PayloadTooLarge,
-    /// An unexpected server failure (-32603).
+    /// An unexpected server failure (-32603). The text is for the log: the
+    /// peer sees only "Internal error" (SECURITY.md §3.5), and the server
+    /// turns it into [`McpError::InternalLogged`] once it has logged it.
     #[error("{0}")]
     Internal(String),
+    /// An unexpected server failure already logged under `correlation_id`
+    /// (-32603). The peer gets the id in `data.correlationId`, so an
+    /// operator can find the log line; nothing else.
+    #[error("Internal error")]
+    InternalLogged {
+        /// Names the log line; random, short, carries no detail.
+        correlation_id: String,
+    },
     /// A store needed for a single-use effect is unavailable: fail closed,
     /// nothing consumed (-32603; SECURITY.md §3.9).
     #[error("temporarily unable to complete")]
@@ -141,7 +151,9 @@ impl McpError {
             McpError::UnsupportedVersion { .. } => ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             McpError::MethodNotFound { .. } => ErrorCode::METHOD_NOT_FOUND,
             McpError::MissingCapability { .. } => ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            McpError::Internal(_) | McpError::Unavailable => ErrorCode::INTERNAL_ERROR,
+            McpError::Internal(_) | McpError::InternalLogged { .. } | McpError::Unavailable => {
+                ErrorCode::INTERNAL_ERROR
+            }
             McpError::Application { code, .. } => *code,
         }
     }
@@ -162,6 +174,7 @@ impl McpError {
             | McpError::InvalidState
             | McpError::TooManyRounds
             | McpError::Internal(_)
+            | McpError::InternalLogged { .. }
             | McpError::Unavailable
             | McpError::Application { .. } => 200,
         }
@@ -189,10 +202,15 @@ impl McpError {
                 data.clone()
             }
             McpError::InvalidState => Some(json!({ "restart": true })),
+            McpError::InternalLogged { correlation_id } => {
+                Some(json!({ "correlationId": correlation_id }))
+            }
             _ => None,
         };
         let message = match self {
             McpError::MissingCapability { message, .. } => message.clone(),
+            // The detail stays local (SECURITY.md §3.5).
+            McpError::Internal(_) => "Internal error".to_owned(),
             _ => message,
         };
         ErrorObject {
@@ -263,6 +281,28 @@ mod tests {
         assert_eq!(obj.code, ErrorCode(-32602));
         assert_eq!(obj.message, "invalid or expired requestState");
         assert_eq!(obj.data, Some(json!({"restart": true})));
+    }
+
+    #[test]
+    fn internal_detail_never_reaches_the_peer() {
+        // SECURITY.md §3.5: the text is for the log.
+        let obj = McpError::Internal("cannot seal state: key gone".into()).to_error_object();
+        assert_eq!(
+            (obj.code, obj.message.as_str(), obj.data),
+            (ErrorCode(-32603), "Internal error", None)
+        );
+        let obj = McpError::InternalLogged {
+            correlation_id: "c0ffee".into(),
+        }
+        .to_error_object();
+        assert_eq!(
+            (obj.code, obj.message.as_str(), obj.data),
+            (
+                ErrorCode(-32603),
+                "Internal error",
+                Some(json!({"correlationId": "c0ffee"}))
+            )
+        );
     }
 
     #[test]

@@ -5,9 +5,9 @@
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tern_types::methods::FlowMethod;
 use tern_types::{ErrorResponse, JsonRpcVersion, RequestId, meta_keys};
 
-use crate::accept::may_require_input;
 use crate::error::McpError;
 
 /// Stamps a final result: `resultType: "complete"` (BASE-S10) and the
@@ -32,20 +32,17 @@ fn stamp_server_info(result: &mut Map<String, Value>, server_info: Option<&Value
     }
 }
 
-/// Builds an interim result (MRTR-S3, MRTR-S4): only for `tools/call`,
-/// `prompts/get` and `resources/read`, and only with `inputRequests`,
+/// Builds an interim result (MRTR-S3, MRTR-S4): only for the three flow
+/// methods (the type says which), and only with `inputRequests`,
 /// `requestState` or both. An empty `inputRequests` counts as absent
 /// (MRTR-S-A3). Anything else is a server bug, answered -32603 rather than
 /// sent.
 pub fn input_required(
-    method: &str,
+    _method: FlowMethod,
     input_requests: Option<Map<String, Value>>,
     request_state: Option<String>,
     server_info: Option<&Value>,
 ) -> Result<Map<String, Value>, McpError> {
-    if !may_require_input(method) {
-        return Err(McpError::Internal(format!("{method} cannot ask for input")));
-    }
     let input_requests = input_requests.filter(|m| !m.is_empty());
     if input_requests.is_none() && request_state.is_none() {
         return Err(McpError::Internal(
@@ -137,32 +134,26 @@ mod tests {
 
     #[test]
     fn input_required_only_on_the_three_methods() {
-        // MRTR-S1, MRTR-S2.
+        // MRTR-S1, MRTR-S2: only a FlowMethod can be passed; the other
+        // methods have none (tern_types::methods::Method::flow).
         let reqs: Map<String, Value> =
             serde_json::from_value(json!({"k": {"method": "roots/list"}})).unwrap();
-        for m in ["tools/call", "prompts/get", "resources/read"] {
+        for m in [
+            FlowMethod::ToolsCall,
+            FlowMethod::PromptsGet,
+            FlowMethod::ResourcesRead,
+        ] {
             let r = input_required(m, Some(reqs.clone()), None, None).unwrap();
             assert_eq!(r["resultType"], "input_required");
-        }
-        for m in [
-            "tools/list",
-            "server/discover",
-            "completion/complete",
-            "subscriptions/listen",
-        ] {
-            assert!(matches!(
-                input_required(m, Some(reqs.clone()), None, None),
-                Err(McpError::Internal(_))
-            ));
         }
     }
 
     #[test]
     fn input_required_needs_requests_or_state() {
         // MRTR-S4, MRTR-S-A3: an empty map counts as absent.
-        assert!(input_required("tools/call", Some(Map::new()), None, None).is_err());
-        assert!(input_required("tools/call", None, None, None).is_err());
-        let r = input_required("tools/call", Some(Map::new()), Some("s".into()), None).unwrap();
+        assert!(input_required(FlowMethod::ToolsCall, Some(Map::new()), None, None).is_err());
+        assert!(input_required(FlowMethod::ToolsCall, None, None, None).is_err());
+        let r = input_required(FlowMethod::ToolsCall, Some(Map::new()), Some("s".into()), None).unwrap();
         assert_eq!(
             Value::Object(r),
             json!({"resultType": "input_required", "requestState": "s"})

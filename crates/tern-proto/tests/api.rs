@@ -1,8 +1,9 @@
 //! The accept pipeline of DIGEST HTTP-A5, checked case by case.
 
 use serde_json::{Value, json};
-use tern_proto::accept::{accept_request, check_mrtr_fields, check_name_header, method_not_found};
+use tern_proto::accept::{Accepted, Envelope, accept_request, method_not_found};
 use tern_proto::{McpError, McpHeaders};
+use tern_types::methods::Method;
 use tern_types::{ErrorCode, Request};
 
 fn supported() -> Vec<String> {
@@ -30,6 +31,11 @@ fn headers(method: &str) -> McpHeaders {
     }
 }
 
+/// Every method is offered.
+fn resolve(e: Envelope, h: Option<&McpHeaders>) -> Result<Accepted, McpError> {
+    e.resolve(h, |_| true, &supported())
+}
+
 fn reject(req: Request, h: Option<&McpHeaders>) -> (ErrorCode, u16, McpError) {
     let e = accept_request(req, h, &supported()).unwrap_err();
     (e.code(), e.http_status(), e)
@@ -43,7 +49,9 @@ fn a_well_formed_request_is_accepted() {
         &supported(),
     )
     .unwrap();
-    assert_eq!(a.method, "tools/list");
+    assert_eq!(a.method_name(), "tools/list");
+    let a = resolve(a, Some(&headers("tools/list"))).unwrap();
+    assert_eq!(a.method, Method::ToolsList);
     assert!(a.meta.client_capabilities.sampling());
     assert!(!a.meta.client_capabilities.elicitation_form());
     assert_eq!(a.meta.client_info.unwrap().name, "t");
@@ -100,7 +108,7 @@ fn client_info_is_optional() {
         &supported(),
     )
     .unwrap();
-    assert!(a.meta.client_info.is_none());
+    assert!(a.meta().client_info.is_none());
 }
 
 #[test]
@@ -156,9 +164,9 @@ fn mcp_name_header_is_checked_after_decoding() {
         name: name.map(str::to_owned),
         ..h.clone()
     };
-    assert!(check_name_header(&a, Some(&with(Some("=?base64?aMOpbGxv?=")))).is_ok());
+    assert!(resolve(a.clone(), Some(&with(Some("=?base64?aMOpbGxv?=")))).is_ok());
     for bad in [None, Some("hello"), Some("=?base64?aMOpbGxv?")] {
-        let e = check_name_header(&a, Some(&with(bad))).unwrap_err();
+        let e = resolve(a.clone(), Some(&with(bad))).unwrap_err();
         assert_eq!(
             (e.code(), e.http_status()),
             (ErrorCode(-32020), 400),
@@ -166,7 +174,7 @@ fn mcp_name_header_is_checked_after_decoding() {
         );
     }
     // No header layer on stdio.
-    assert!(check_name_header(&a, None).is_ok());
+    assert!(resolve(a, None).is_ok());
 }
 
 #[test]
@@ -178,7 +186,7 @@ fn mrtr_fields_only_on_the_three_methods() {
         &supported(),
     )
     .unwrap();
-    assert_eq!(check_mrtr_fields(&a).unwrap_err().code(), ErrorCode(-32602));
+    assert_eq!(resolve(a, None).unwrap_err().code(), ErrorCode(-32602));
     let a = accept_request(
         request(
             "tools/call",
@@ -188,7 +196,7 @@ fn mrtr_fields_only_on_the_three_methods() {
         &supported(),
     )
     .unwrap();
-    assert!(check_mrtr_fields(&a).is_ok());
+    assert!(resolve(a, None).is_ok());
 }
 
 #[test]
@@ -214,7 +222,7 @@ fn bad_log_level_and_progress_token_are_invalid_params() {
         &supported(),
     )
     .unwrap();
-    assert_eq!(a.meta.log_level, Some(3));
+    assert_eq!(a.meta().log_level, Some(3));
 }
 
 #[test]
@@ -242,4 +250,32 @@ fn initialize_errors_name_the_supported_versions() {
     let e = method_not_found("initialize", &supported());
     assert_eq!((e.code(), e.http_status()), (ErrorCode(-32601), 404));
     assert!(e.to_error_object().message.contains("2026-07-28"));
+}
+
+#[test]
+fn an_unknown_or_unoffered_method_is_method_not_found() {
+    // HTTP-A5 step 11 comes after the envelope steps and before step 12.
+    let e = accept_request(
+        request("tools/unknown", json!({"_meta": meta()})),
+        None,
+        &supported(),
+    )
+    .unwrap();
+    let err = resolve(e, None).unwrap_err();
+    assert_eq!((err.code(), err.http_status()), (ErrorCode(-32601), 404));
+    let e = accept_request(
+        request("prompts/get", json!({"_meta": meta(), "name": "p"})),
+        Some(&headers("prompts/get")),
+        &supported(),
+    )
+    .unwrap();
+    // Not offered: -32601 even though Mcp-Name is missing (step 11 first).
+    let err = e
+        .resolve(
+            Some(&headers("prompts/get")),
+            |m| m != Method::PromptsGet,
+            &supported(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode(-32601));
 }

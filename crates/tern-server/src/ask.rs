@@ -402,9 +402,34 @@ fn parse_url(key: &str, _request: &Value, answer: &Value) -> Result<Elicited<()>
     })
 }
 
-const KNOWN_BLOCKS: &[&str] = &["text", "image", "audio", "tool_use", "tool_result"];
+/// What the sampling request that asked allows in its answer (SECURITY.md
+/// §3.8: an answer must fit its question).
+struct SamplingAsk<'a> {
+    /// The names of the tools offered, if any were.
+    tools: Option<Vec<&'a str>>,
+    /// `toolChoice.mode` was `"none"`: no tool may be used this turn.
+    no_tool_use: bool,
+}
 
-fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled, McpError> {
+impl<'a> SamplingAsk<'a> {
+    fn of(request: &'a Value) -> Self {
+        let params = &request["params"];
+        let tools = params.get("tools").and_then(Value::as_array).map(|t| {
+            t.iter()
+                .filter_map(|tool| tool.get("name").and_then(Value::as_str))
+                .collect()
+        });
+        let no_tool_use = params["toolChoice"]["mode"].as_str() == Some("none");
+        SamplingAsk { tools, no_tool_use }
+    }
+
+    /// Whether a `tool_use` naming `name` answers this request.
+    fn allows_tool(&self, name: &str) -> bool {
+        !self.no_tool_use && self.tools.as_ref().is_some_and(|t| t.contains(&name))
+    }
+}
+
+fn parse_sampling(key: &str, request: &Value, answer: &Value) -> Result<Sampled, McpError> {
     let obj = answer
         .as_object()
         .ok_or_else(|| malformed(key, "a sampling answer must be an object"))?;
@@ -422,13 +447,41 @@ fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled
         Value::Array(a) => a.iter().collect(),
         one => vec![one],
     };
+    if blocks.is_empty() {
+        return Err(malformed(key, "content has no blocks"));
+    }
+    let asked = SamplingAsk::of(request);
+    let mut tool_uses = 0;
     for b in blocks {
-        let t = b.get("type").and_then(Value::as_str);
-        if !t.is_some_and(|t| KNOWN_BLOCKS.contains(&t)) {
-            return Err(malformed(
-                key,
-                "content blocks must be text, image, audio, tool_use or tool_result",
-            ));
+        match b.get("type").and_then(Value::as_str) {
+            Some("text" | "image" | "audio") => {}
+            // SAMP-4, SAMP-S2: a tool call answers only a request that
+            // offered that tool and did not forbid tool use.
+            Some("tool_use") => {
+                let name = b.get("name").and_then(Value::as_str).unwrap_or_default();
+                if !asked.allows_tool(name) {
+                    return Err(malformed(
+                        key,
+                        format!("tool_use of {name:?}, which the request did not offer"),
+                    ));
+                }
+                if !b.get("id").is_some_and(Value::is_string)
+                    || !b.get("input").is_some_and(Value::is_object)
+                {
+                    return Err(malformed(key, "a tool_use block needs an id and an input object"));
+                }
+                tool_uses += 1;
+            }
+            // SAMP-3: tool results come from the user, never the model.
+            Some("tool_result") => {
+                return Err(malformed(key, "an assistant reply cannot carry tool_result"));
+            }
+            _ => {
+                return Err(malformed(
+                    key,
+                    "content blocks must be text, image, audio or tool_use",
+                ));
+            }
         }
     }
     let stop_reason = match obj.get("stopReason") {
@@ -436,6 +489,13 @@ fn parse_sampling(key: &str, _request: &Value, answer: &Value) -> Result<Sampled
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(malformed(key, "stopReason must be a string")),
     };
+    // A model that stopped to use a tool names one it was offered.
+    if stop_reason.as_deref() == Some("toolUse") && tool_uses == 0 {
+        return Err(malformed(
+            key,
+            "stopReason \"toolUse\" without a tool_use block",
+        ));
+    }
     Ok(Sampled {
         model: model.to_owned(),
         content: content.clone(),
@@ -461,11 +521,7 @@ fn parse_roots(key: &str, _request: &Value, answer: &Value) -> Result<Vec<Root>,
                 .get("uri")
                 .and_then(Value::as_str)
                 .ok_or_else(|| malformed(key, "a root needs a uri"))?;
-            // ROOT-1: file URIs only; an absolute path; bounded.
-            let scheme_ok = uri.len() > 7 && uri[..7].eq_ignore_ascii_case("file://");
-            if !scheme_ok || uri.len() > 4096 {
-                return Err(malformed(key, format!("root {uri:?} is not a file:// URI")));
-            }
+            check_root_uri(uri).map_err(|why| malformed(key, format!("root {uri:?} {why}")))?;
             let name = match r.get("name") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(s.clone()),
@@ -477,6 +533,29 @@ fn parse_roots(key: &str, _request: &Value, answer: &Value) -> Result<Vec<Root>,
             })
         })
         .collect()
+}
+
+/// ROOT-1: a root is a `file://` URI, bounded, in URI characters only
+/// (RFC 3986: anything else is percent-encoded), so a peer's string is
+/// never sliced inside a character or shown with control codes.
+fn check_root_uri(uri: &str) -> Result<(), &'static str> {
+    if uri.len() > 4096 {
+        return Err("is longer than 4096 bytes");
+    }
+    if let Some(c) = uri.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(if c.is_ascii() {
+            "has a space or control character"
+        } else {
+            "has a non-ASCII character (percent-encode it)"
+        });
+    }
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return Err("is not a URI");
+    };
+    if !scheme.eq_ignore_ascii_case("file") || !rest.starts_with("//") {
+        return Err("is not a file:// URI");
+    }
+    Ok(())
 }
 
 impl Need<()> {

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tern_proto::accept::RequestMeta;
 use tern_proto::{McpError, Principal};
+use tern_types::methods::Method;
 use tern_types::{ClientCapabilities, RequestId};
 
 use crate::ask::Ask;
@@ -23,7 +24,7 @@ use crate::server::Server;
 pub struct CallContext {
     pub(crate) server: Server,
     pub(crate) id: RequestId,
-    pub(crate) method: String,
+    pub(crate) method: Method,
     pub(crate) params: Map<String, Value>,
     pub(crate) meta: RequestMeta,
     pub(crate) principal: Principal,
@@ -42,8 +43,8 @@ impl CallContext {
     }
 
     /// The method, e.g. `tools/call`.
-    pub fn method(&self) -> &str {
-        &self.method
+    pub fn method(&self) -> Method {
+        self.method
     }
 
     /// The raw params.
@@ -84,7 +85,7 @@ impl<T: DeserializeOwned + JsonSchema> FromCall for Args<T> {
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new()));
         serde_json::from_value(args).map(Args).map_err(|e| {
-            if cx.method == "tools/call" {
+            if cx.method == Method::ToolsCall {
                 Outcome::ToolError(format!("Invalid arguments: {e}"))
             } else {
                 Outcome::Error(McpError::invalid_params(format!("Invalid arguments: {e}")))

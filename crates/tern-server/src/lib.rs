@@ -24,15 +24,21 @@
 //! ```
 
 mod ask;
+mod builder;
 pub mod clock;
+mod config;
 mod content;
 mod extract;
 mod form;
 mod form_field;
 mod handler;
+mod lists;
+mod metrics;
 mod notify;
 mod outcome;
 mod registry;
+mod resume;
+mod routing;
 mod server;
 mod single_use;
 mod state;
@@ -51,7 +57,10 @@ pub use handler::{BoxFuture, Handler};
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
-pub use server::{Authorize, BuildError, Config, Metrics, Reply, Server, ServerBuilder};
+pub use builder::{BuildError, ServerBuilder};
+pub use config::Config;
+pub use metrics::Metrics;
+pub use server::{Authorize, Reply, Server};
 pub use single_use::SingleUse;
 pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use tern_types::methods::Method;
+
 use crate::handler::{ErasedHandler, Handler, erase};
 
 /// Per-route limits for multi round-trip flows (ARCHITECTURE.md: the lower
@@ -102,34 +104,45 @@ impl ToolDef {
         self
     }
 
-    /// Sets this route's limits.
-    #[must_use]
-    pub fn limits(mut self, limits: RouteLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Marks the tool single-use (see [`RouteLimits::single_use`]).
-    #[must_use]
-    pub fn single_use(mut self) -> Self {
-        self.limits.single_use = true;
-        self
-    }
-
-    /// Makes the tool single-use with its final result kept for replays
-    /// (see [`RouteLimits::idempotent`]).
-    #[must_use]
-    pub fn idempotent(mut self) -> Self {
-        self.limits.single_use = true;
-        self.limits.idempotent = true;
-        self
-    }
-
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 }
+
+/// `single_use()` and `idempotent()` for every kind of route, so a prompt
+/// or resource that ends in an irreversible effect is declared the same way
+/// as a tool, and the startup guards see it.
+macro_rules! route_flags {
+    ($($def:ident),+) => {$(
+        impl $def {
+            /// Sets this route's limits.
+            #[must_use]
+            pub fn limits(mut self, limits: RouteLimits) -> Self {
+                self.limits = limits;
+                self
+            }
+
+            /// Marks the route single-use (see [`RouteLimits::single_use`]).
+            #[must_use]
+            pub fn single_use(mut self) -> Self {
+                self.limits.single_use = true;
+                self
+            }
+
+            /// Makes the route single-use with its final result kept for
+            /// replays (see [`RouteLimits::idempotent`]).
+            #[must_use]
+            pub fn idempotent(mut self) -> Self {
+                self.limits.single_use = true;
+                self.limits.idempotent = true;
+                self
+            }
+        }
+    )+};
+}
+
+route_flags!(ToolDef, PromptDef, ResourceDef, TemplateDef);
 
 /// Finds `x-mcp-header` annotations reachable through `properties` only
 /// (HTTP-XMH-2).
@@ -201,13 +214,6 @@ impl PromptDef {
         }
         self
     }
-
-    /// Sets this route's limits.
-    #[must_use]
-    pub fn limits(mut self, limits: RouteLimits) -> Self {
-        self.limits = limits;
-        self
-    }
 }
 
 /// A concrete resource: its `resources/list` entry and how it is read.
@@ -254,13 +260,6 @@ impl ResourceDef {
         self.entry.insert("mimeType".into(), Value::from(m));
         self
     }
-
-    /// Sets this route's limits.
-    #[must_use]
-    pub fn limits(mut self, limits: RouteLimits) -> Self {
-        self.limits = limits;
-        self
-    }
 }
 
 /// A resource template (RFC 6570 level 1: `{name}` segments) and how its
@@ -270,6 +269,7 @@ pub struct TemplateDef {
     pub(crate) template: String,
     pub(crate) entry: Map<String, Value>,
     pub(crate) handler: Arc<dyn ErasedHandler>,
+    pub(crate) limits: RouteLimits,
 }
 
 impl std::fmt::Debug for TemplateDef {
@@ -290,6 +290,7 @@ impl TemplateDef {
             template: uri_template.to_owned(),
             entry,
             handler: erase(handler),
+            limits: RouteLimits::default(),
         }
     }
 
@@ -350,6 +351,56 @@ pub(crate) struct Registry {
     pub(crate) resources: Vec<ResourceDef>,
     pub(crate) templates: Vec<TemplateDef>,
     pub(crate) completion: Option<Arc<dyn ErasedHandler>>,
+}
+
+impl Registry {
+    /// Whether `method` is served here: a list or read method only with
+    /// something registered to list or read (HTTP-A5 step 11).
+    pub(crate) fn offers(&self, method: Method) -> bool {
+        match method {
+            Method::ServerDiscover | Method::SubscriptionsListen => true,
+            Method::ToolsList | Method::ToolsCall => !self.tools.is_empty(),
+            Method::PromptsList | Method::PromptsGet => !self.prompts.is_empty(),
+            Method::ResourcesList | Method::ResourcesTemplatesList | Method::ResourcesRead => {
+                self.has_resources()
+            }
+            Method::CompletionComplete => self.completion.is_some(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn has_resources(&self) -> bool {
+        !self.resources.is_empty() || !self.templates.is_empty()
+    }
+
+    /// The limits of every route, for the startup guards.
+    pub(crate) fn limits(&self) -> Vec<RouteLimits> {
+        let tools = self.tools.iter().map(|t| t.limits);
+        let prompts = self.prompts.iter().map(|p| p.limits);
+        let resources = self.resources.iter().map(|r| r.limits);
+        let templates = self.templates.iter().map(|t| t.limits);
+        tools.chain(prompts).chain(resources).chain(templates).collect()
+    }
+
+    pub(crate) fn add_tool(&mut self, def: ToolDef) {
+        self.tools.retain(|t| t.name != def.name);
+        self.tools.push(def);
+    }
+
+    pub(crate) fn add_prompt(&mut self, def: PromptDef) {
+        self.prompts.retain(|p| p.name != def.name);
+        self.prompts.push(def);
+    }
+
+    pub(crate) fn add_resource(&mut self, def: ResourceDef) {
+        self.resources.retain(|r| r.uri != def.uri);
+        self.resources.push(def);
+    }
+
+    pub(crate) fn add_template(&mut self, def: TemplateDef) {
+        self.templates.retain(|t| t.template != def.template);
+        self.templates.push(def);
+    }
 }
 
 #[cfg(test)]

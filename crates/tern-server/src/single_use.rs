@@ -8,22 +8,19 @@
 //! consume wins; every replay gets the uniform -32602; a store that is down
 //! fails closed with -32603 and nothing consumed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use tern_proto::McpError;
-use tern_seal::{ConsumeKey, Consumed, ReplayStore};
+use tern_seal::ConsumeKey;
 
 use crate::extract::{CallContext, FromCall};
 use crate::outcome::{Error, Outcome};
+use crate::server::Server;
 
 /// The handle a handler consumes single-use keys through.
 #[derive(Clone)]
 pub struct SingleUse {
-    pub(crate) store: Arc<dyn ReplayStore>,
-    pub(crate) flow_id: [u8; 16],
-    pub(crate) marker_ttl: Duration,
-    pub(crate) metrics: crate::server::Server,
+    server: Server,
+    flow_id: [u8; 16],
 }
 
 impl std::fmt::Debug for SingleUse {
@@ -36,8 +33,11 @@ impl SingleUse {
     /// Consumes `H(flow id ‖ label)`: this flow's effect named `label` runs
     /// at most once, however often its state is replayed or forked.
     pub async fn consume(&self, label: &str) -> Result<(), Error> {
-        self.take(ConsumeKey::for_flow(&self.flow_id, label), self.marker_ttl)
+        let ttl = self.server.config().marker_ttl();
+        self.server
+            .consume(ConsumeKey::for_flow(&self.flow_id, label), ttl)
             .await
+            .map_err(Error::Protocol)
     }
 
     /// Consumes a business key (for example a redemption code) for `ttl`:
@@ -48,33 +48,18 @@ impl SingleUse {
         key: &str,
         ttl: Duration,
     ) -> Result<(), Error> {
-        self.take(ConsumeKey::business(namespace, key), ttl).await
-    }
-
-    async fn take(&self, key: ConsumeKey, ttl: Duration) -> Result<(), Error> {
-        match self.store.consume(key, ttl).await {
-            Ok(Consumed::FirstUse) => Ok(()),
-            Ok(Consumed::AlreadyUsed) => {
-                tracing::info!(reason = "already_consumed", "single-use key replayed");
-                self.metrics.metrics().reject("already_consumed");
-                Err(Error::Protocol(McpError::InvalidState))
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "replay store unavailable; failing closed");
-                self.metrics.metrics().reject("store_unavailable");
-                Err(Error::Protocol(McpError::Unavailable))
-            }
-        }
+        self.server
+            .consume(ConsumeKey::business(namespace, key), ttl)
+            .await
+            .map_err(Error::Protocol)
     }
 }
 
 impl FromCall for SingleUse {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
         Ok(SingleUse {
-            store: cx.server.replay_store(),
+            server: cx.server.clone(),
             flow_id: cx.flow_id,
-            marker_ttl: cx.server.marker_ttl(),
-            metrics: cx.server.clone(),
         })
     }
 }

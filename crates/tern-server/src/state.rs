@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tern_proto::{McpError, Principal};
 use tern_seal::Binding;
+use tern_types::methods::FlowMethod;
 
 use crate::ask::{Done, Expect};
 
@@ -43,12 +44,11 @@ pub(crate) const MAX_CONTINUATION: usize = 4096;
 
 pub(crate) const PAYLOAD_VERSION: u8 = 1;
 
-pub(crate) fn method_code(method: &str) -> u8 {
+pub(crate) fn method_code(method: FlowMethod) -> u8 {
     match method {
-        "tools/call" => 1,
-        "prompts/get" => 2,
-        "resources/read" => 3,
-        _ => 0,
+        FlowMethod::ToolsCall => 1,
+        FlowMethod::PromptsGet => 2,
+        FlowMethod::ResourcesRead => 3,
     }
 }
 
@@ -57,15 +57,16 @@ pub(crate) fn method_code(method: &str) -> u8 {
 /// resources. `_meta`, `inputResponses` and `requestState` are excluded
 /// (SECURITY.md §3.4).
 pub(crate) fn params_digest(
-    method: &str,
+    method: FlowMethod,
     params: &Map<String, Value>,
 ) -> Result<[u8; 32], McpError> {
+    let m = method.as_str();
     let salient = match method {
-        "resources/read" => {
-            json!({"m": method, "uri": params.get("uri").cloned().unwrap_or(Value::Null)})
+        FlowMethod::ResourcesRead => {
+            json!({"m": m, "uri": params.get("uri").cloned().unwrap_or(Value::Null)})
         }
-        _ => json!({
-            "m": method,
+        FlowMethod::ToolsCall | FlowMethod::PromptsGet => json!({
+            "m": m,
             "name": params.get("name").cloned().unwrap_or(Value::Null),
             "arguments": params.get("arguments").cloned().unwrap_or_else(|| json!({})),
         }),
@@ -103,27 +104,27 @@ mod tests {
             "name": "t", "arguments": {"a": 2, "b": 1}, "requestState": "s", "inputResponses": {}}))
         .unwrap();
         assert_eq!(
-            params_digest("tools/call", &a).unwrap(),
-            params_digest("tools/call", &b).unwrap()
+            params_digest(FlowMethod::ToolsCall, &a).unwrap(),
+            params_digest(FlowMethod::ToolsCall, &b).unwrap()
         );
         let c: Map<String, Value> =
             serde_json::from_value(json!({"name": "t", "arguments": {"a": 3, "b": 1}})).unwrap();
         assert_ne!(
-            params_digest("tools/call", &a).unwrap(),
-            params_digest("tools/call", &c).unwrap()
+            params_digest(FlowMethod::ToolsCall, &a).unwrap(),
+            params_digest(FlowMethod::ToolsCall, &c).unwrap()
         );
         // Missing arguments count as {}.
         let d: Map<String, Value> = serde_json::from_value(json!({"name": "t"})).unwrap();
         let e: Map<String, Value> =
             serde_json::from_value(json!({"name": "t", "arguments": {}})).unwrap();
         assert_eq!(
-            params_digest("tools/call", &d).unwrap(),
-            params_digest("tools/call", &e).unwrap()
+            params_digest(FlowMethod::ToolsCall, &d).unwrap(),
+            params_digest(FlowMethod::ToolsCall, &e).unwrap()
         );
         // Same params, other method: different digest.
         assert_ne!(
-            params_digest("prompts/get", &d).unwrap(),
-            params_digest("tools/call", &d).unwrap()
+            params_digest(FlowMethod::PromptsGet, &d).unwrap(),
+            params_digest(FlowMethod::ToolsCall, &d).unwrap()
         );
     }
 

@@ -5,6 +5,7 @@
 mod api {
     mod answers;
     mod gates;
+    mod hardening;
     mod methods;
     mod single_use;
     mod state;

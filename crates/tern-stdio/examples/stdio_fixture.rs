@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tern_proto::Principal;
 use tern_server::{
-    Ask, Caller, ElicitForm, Elicited, Error, Progress, RawArgs, Server, ToolDef, ToolResult,
+    Ask, Caller, ElicitForm, Elicited, Error, Need, Progress, RawArgs, Server, ToolDef, ToolResult,
 };
 use tern_stdio::StdioOptions;
 
@@ -66,9 +66,23 @@ async fn added() -> ToolResult {
     ToolResult::text("added at run time")
 }
 
-async fn add_tool(server: Server) -> ToolResult {
-    server.add_tool(ToolDef::new("added", "Added at run time", added));
-    ToolResult::text("tool added")
+async fn add_tool(server: Server) -> Result<ToolResult, Error> {
+    server
+        .add_tool(ToolDef::new("added", "Added at run time", added))
+        .map_err(|e| Error::tool(e.to_string()))?;
+    Ok(ToolResult::text("tool added"))
+}
+
+/// Asks for the client's roots and names them.
+async fn list_roots(ask: Ask) -> Result<ToolResult, Error> {
+    let roots = ask.all(Need::roots("roots"))?;
+    let uris: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
+    Ok(ToolResult::text(uris.join(",")))
+}
+
+/// Panics, so a test can see the request answered -32603 and serving go on.
+async fn boom() -> ToolResult {
+    panic!("the boom tool always panics")
 }
 
 fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
@@ -87,6 +101,8 @@ async fn main() -> std::io::Result<()> {
         .tool("ask_name", "Asks for a name through a form", ask_name)
         .tool("whoami", "Describes the caller", whoami)
         .tool("add_tool", "Adds a tool at run time", add_tool)
+        .tool("roots", "Names the client's roots", list_roots)
+        .tool("boom", "Panics", boom)
         .build()
         .map_err(std::io::Error::other)?;
     let mut options = StdioOptions {

@@ -92,7 +92,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let principal = Principal::Stdio {
-        instance_id: tern_seal::random_bytes::<16>(),
+        instance_id: server.new_connection_id(),
         uid: effective_uid(),
         credential_identity: options.credential_identity.clone(),
     };

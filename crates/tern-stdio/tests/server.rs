@@ -448,3 +448,61 @@ async fn stdout_carries_only_json_rpc_lines() {
         "{lines:#?}"
     );
 }
+
+fn call_with_caps(id: Value, tool: &str, caps: Value, extra: Value) -> Value {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] = caps;
+    let mut params = json!({"name": tool, "arguments": {}, "_meta": m});
+    if let (Some(p), Some(x)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(x.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[tokio::test]
+async fn a_non_ascii_root_is_invalid_params_and_serving_goes_on() {
+    // Regression: `file:/é/abcdef` was sliced inside `é` and the request
+    // was never answered. ROOT-1, SECURITY.md §3.8.
+    let mut f = Fixture::spawn(&[]);
+    let caps = json!({"roots": {}});
+    f.send(&call_with_caps(json!(1), "roots", caps.clone(), json!({})))
+        .await;
+    let first = f.next().await;
+    assert_eq!(first["result"]["resultType"], "input_required");
+    let state = first["result"]["requestState"].clone();
+    for (id, uri) in [(2, "file:/é/abcdef"), (3, "file:///é")] {
+        let retry = call_with_caps(
+            json!(id),
+            "roots",
+            caps.clone(),
+            json!({"requestState": state, "inputResponses": {"roots": {"roots": [{"uri": uri}]}}}),
+        );
+        f.send(&retry).await;
+        let reply = f.next().await;
+        assert_eq!(reply["id"], json!(id), "{reply}");
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        assert_eq!(reply["error"]["data"]["key"], "roots", "{reply}");
+    }
+    f.send(&call(json!(4), "echo", json!({"text": "still here"})))
+        .await;
+    assert_eq!(f.next().await, text_result(json!(4), "still here"));
+    let (status, _) = f.close(PATIENCE).await;
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_panicking_handler_gets_internal_error_and_serving_goes_on() {
+    let mut f = Fixture::spawn(&[]);
+    f.send(&call(json!("p"), "boom", json!({}))).await;
+    let reply = f.next().await;
+    assert_eq!(reply["id"], "p", "{reply}");
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(reply["error"]["message"], "Internal error", "{reply}");
+    let cid = reply["error"]["data"]["correlationId"].as_str().unwrap();
+    assert_eq!(cid.len(), 16, "{reply}");
+    f.send(&call(json!(2), "echo", json!({"text": "after"})))
+        .await;
+    assert_eq!(f.next().await, text_result(json!(2), "after"));
+    let (status, _) = f.close(PATIENCE).await;
+    assert!(status.success());
+}

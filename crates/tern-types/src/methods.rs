@@ -67,9 +67,139 @@ pub const CLIENT_REQUESTS: &[&str] = &[
     SUBSCRIPTIONS_LISTEN,
 ];
 
+/// A client request method of this revision: the one list of what each
+/// method is (DIGEST §0.3). Which methods may take several rounds is
+/// [`Method::flow`], and nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Method {
+    /// `server/discover`.
+    ServerDiscover,
+    /// `tools/list`.
+    ToolsList,
+    /// `tools/call`.
+    ToolsCall,
+    /// `prompts/list`.
+    PromptsList,
+    /// `prompts/get`.
+    PromptsGet,
+    /// `resources/list`.
+    ResourcesList,
+    /// `resources/templates/list`.
+    ResourcesTemplatesList,
+    /// `resources/read`.
+    ResourcesRead,
+    /// `completion/complete`.
+    CompletionComplete,
+    /// `subscriptions/listen`.
+    SubscriptionsListen,
+}
+
 /// The client requests that may be answered with an `InputRequiredResult`
 /// (MRTR-S1); every other method must not be (MRTR-S2).
-pub const INTERIM_CAPABLE: &[&str] = &[TOOLS_CALL, PROMPTS_GET, RESOURCES_READ];
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FlowMethod {
+    /// `tools/call`: the target is `params.name`.
+    ToolsCall,
+    /// `prompts/get`: the target is `params.name`.
+    PromptsGet,
+    /// `resources/read`: the target is `params.uri`.
+    ResourcesRead,
+}
+
+impl Method {
+    /// Every client request method, in the order of [`CLIENT_REQUESTS`].
+    pub const ALL: [Method; 10] = [
+        Method::ServerDiscover,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::PromptsList,
+        Method::PromptsGet,
+        Method::ResourcesList,
+        Method::ResourcesTemplatesList,
+        Method::ResourcesRead,
+        Method::CompletionComplete,
+        Method::SubscriptionsListen,
+    ];
+
+    /// The method named `name`, if this revision has it.
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::ServerDiscover => SERVER_DISCOVER,
+            Method::ToolsList => TOOLS_LIST,
+            Method::ToolsCall => TOOLS_CALL,
+            Method::PromptsList => PROMPTS_LIST,
+            Method::PromptsGet => PROMPTS_GET,
+            Method::ResourcesList => RESOURCES_LIST,
+            Method::ResourcesTemplatesList => RESOURCES_TEMPLATES_LIST,
+            Method::ResourcesRead => RESOURCES_READ,
+            Method::CompletionComplete => COMPLETION_COMPLETE,
+            Method::SubscriptionsListen => SUBSCRIPTIONS_LISTEN,
+        }
+    }
+
+    /// The multi round-trip method this is, if it is one (MRTR-S1).
+    pub const fn flow(self) -> Option<FlowMethod> {
+        match self {
+            Method::ToolsCall => Some(FlowMethod::ToolsCall),
+            Method::PromptsGet => Some(FlowMethod::PromptsGet),
+            Method::ResourcesRead => Some(FlowMethod::ResourcesRead),
+            _ => None,
+        }
+    }
+
+    /// Whether this method may answer `input_required` (MRTR-S1, MRTR-S2).
+    pub const fn may_require_input(self) -> bool {
+        self.flow().is_some()
+    }
+}
+
+impl FlowMethod {
+    /// The method.
+    pub const fn method(self) -> Method {
+        match self {
+            FlowMethod::ToolsCall => Method::ToolsCall,
+            FlowMethod::PromptsGet => Method::PromptsGet,
+            FlowMethod::ResourcesRead => Method::ResourcesRead,
+        }
+    }
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        self.method().as_str()
+    }
+
+    /// The params field that names the target, which `Mcp-Name` mirrors
+    /// (HTTP-S11).
+    pub const fn target_field(self) -> &'static str {
+        match self {
+            FlowMethod::ToolsCall | FlowMethod::PromptsGet => "name",
+            FlowMethod::ResourcesRead => "uri",
+        }
+    }
+
+    /// The flow method named `name`, if it is one.
+    pub fn parse(name: &str) -> Option<FlowMethod> {
+        Method::parse(name).and_then(Method::flow)
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for FlowMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Every notification method of this revision.
 pub const NOTIFICATIONS: &[&str] = &[
@@ -98,3 +228,27 @@ pub const REMOVED: &[&str] = &[
     "notifications/roots/list_changed",
     "notifications/elicitation/complete",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_list_names_every_request_method() {
+        let names: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(names, CLIENT_REQUESTS);
+        for m in Method::ALL {
+            assert_eq!(Method::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(Method::parse("initialize"), None);
+        let flows: Vec<&str> = Method::ALL
+            .iter()
+            .filter_map(|m| m.flow())
+            .map(FlowMethod::as_str)
+            .collect();
+        // MRTR-S1: exactly these three.
+        assert_eq!(flows, [TOOLS_CALL, PROMPTS_GET, RESOURCES_READ]);
+        assert_eq!(FlowMethod::ResourcesRead.target_field(), "uri");
+        assert_eq!(FlowMethod::parse("tools/list"), None);
+    }
+}

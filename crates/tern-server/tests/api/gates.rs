@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 use tern_proto::McpError;
+use tern_types::methods::Method;
 use tern_server::{Ask, Either, Error, Need, OneOf, Server, ToolResult};
 
 use super::support::*;
@@ -169,7 +170,7 @@ async fn authorization_runs_again_on_every_round() {
         Server::builder("t", "1")
             .tool("deploy", "d", deploy)
             .authorize(move |_p, a| {
-                if a.method == "tools/call" && flag.load(Ordering::SeqCst) {
+                if a.method == Method::ToolsCall && flag.load(Ordering::SeqCst) {
                     return Err(McpError::application(-31003, "access revoked", None));
                 }
                 Ok(())
