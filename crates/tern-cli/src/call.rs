@@ -1,24 +1,23 @@
 //! `tern call`: call a tool, get a prompt or read a resource, answering the
 //! server's questions round by round (DIGEST §4.5).
 //!
-//! The loop is driven here, one round at a time, through the client's
-//! one-shot API (`*_once`, `answer`, `resume`; MRTR-C-A3), so that each
-//! round can be shown with its timing and `requestState` size. The client
-//! still builds every retry (MRTR-C5..C8) and checks every interim result
-//! (MRTR-C-A2).
+//! The client's driver runs the flow (MRTR-C-A3): it builds every retry
+//! (MRTR-C5..C8), checks every interim result (MRTR-C-A2) and keeps the
+//! round limit, deadline and backoff. The command only watches, through the
+//! driver's per-round observer, to show each round with its timing and
+//! `requestState` size.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tern::client::{Client, Error, FlowResult, InputKinds, MAX_STATE_ONLY_ROUNDS, Step};
+use tern::client::{CallOptions, Client, Error, InputKinds, RoundEvent};
 use tern::types::{
-    CallToolResult, ElicitRequestParams, GetPromptResult, InputRequest, InputResponses,
-    ReadResourceResult,
+    CallToolResult, ElicitRequestParams, GetPromptResult, InputRequest, ReadResourceResult,
 };
 
 use crate::CallArgs;
@@ -89,21 +88,124 @@ pub(crate) enum Sink {
     Stdout,
 }
 
-/// Reports rounds as they happen and keeps them for `--json`.
+/// Shows each round of a call as the client's driver reports it (timing,
+/// `requestState` size, what is asked and answered) and keeps them for
+/// `--json`. The client drives the flow; this only watches.
 pub(crate) struct Reporter {
     sink: Sink,
     label: String,
-    rounds: Mutex<Vec<Value>>,
+    what: String,
+    state: Mutex<Watch>,
+}
+
+/// What the reporter remembers between events.
+struct Watch {
+    sent: Instant,
+    spinner: Option<Spinner>,
+    /// The interim round waiting for its answers: its record so far.
+    open: Option<Value>,
+    rounds: Vec<Value>,
 }
 
 impl Reporter {
-    /// A reporter to `sink`; `label` names the server in the spinner.
-    pub(crate) fn new(sink: Sink, label: &str) -> Self {
-        Reporter {
+    /// A reporter to `sink` for the call described by `what`; `label`
+    /// names the server in the spinner.
+    pub(crate) fn new(sink: Sink, label: &str, what: &str) -> Arc<Self> {
+        Arc::new(Reporter {
             sink,
             label: label.to_owned(),
-            rounds: Mutex::new(Vec::new()),
+            what: what.to_owned(),
+            state: Mutex::new(Watch {
+                sent: ui::now(),
+                spinner: None,
+                open: None,
+                rounds: Vec::new(),
+            }),
+        })
+    }
+
+    /// Call options that report every round here.
+    pub(crate) fn options(self: &Arc<Self>) -> CallOptions {
+        let me = Arc::clone(self);
+        CallOptions::new().observe(move |e| me.on(e))
+    }
+
+    fn watch(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn on(&self, event: &RoundEvent<'_>) {
+        let mut w = self.watch();
+        match event {
+            RoundEvent::Sending { .. } => {
+                w.sent = ui::now();
+                w.spinner = Some(Spinner::start(&format!("waiting for {}", self.label), false));
+            }
+            RoundEvent::InputRequired {
+                round,
+                input_requests,
+                request_state,
+            } => {
+                w.spinner = None;
+                let ms = w.sent.elapsed().as_millis();
+                let state = request_state.map(str::len);
+                let state_text = state.map_or_else(
+                    || "no requestState".to_owned(),
+                    |n| format!("requestState {n} bytes"),
+                );
+                self.line(&format!(
+                    "{} {} · {} · {ms} ms · input_required · {state_text}",
+                    bold("round"),
+                    bold(&round.to_string()),
+                    self.what
+                ));
+                for (key, r) in input_requests.iter() {
+                    self.line(&format!("  asks    {key}: {}", describe_request(r)));
+                }
+                let record = json!({
+                    "round": round,
+                    "ms": ms,
+                    "resultType": "input_required",
+                    "requestStateBytes": state,
+                    "inputRequests": serde_json::to_value(input_requests).unwrap_or(Value::Null),
+                });
+                if input_requests.is_empty() {
+                    w.rounds.push(record);
+                } else {
+                    w.open = Some(record);
+                }
+            }
+            RoundEvent::Answered { responses, .. } => {
+                for (key, v) in responses.iter() {
+                    self.line(&format!("  answers {key}: {}", describe_answer(v)));
+                }
+                if let Some(mut record) = w.open.take() {
+                    record["inputResponses"] =
+                        serde_json::to_value(responses).unwrap_or(Value::Null);
+                    w.rounds.push(record);
+                }
+            }
+            RoundEvent::Complete { round } => {
+                w.spinner = None;
+                let ms = w.sent.elapsed().as_millis();
+                self.line(&format!(
+                    "{} {} · {} · {ms} ms · complete",
+                    bold("round"),
+                    bold(&round.to_string()),
+                    self.what
+                ));
+                w.rounds.push(json!({"round": round, "ms": ms, "resultType": "complete"}));
+            }
+            _ => {}
         }
+    }
+
+    /// Stops the spinner, for a call that ended in an error.
+    pub(crate) fn stop(&self) {
+        let spinner = self.watch().spinner.take();
+        drop(spinner);
     }
 
     fn line(&self, s: &str) {
@@ -114,19 +216,9 @@ impl Reporter {
         }
     }
 
-    fn record(&self, v: Value) {
-        self.rounds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(v);
-    }
-
     /// The rounds seen so far, as JSON.
     pub(crate) fn rounds(&self) -> Vec<Value> {
-        self.rounds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.watch().rounds.clone()
     }
 }
 
@@ -205,102 +297,16 @@ fn describe_answer(v: &Value) -> String {
     v.to_string()
 }
 
-/// Drives one flow to the end, reporting each round.
-pub(crate) async fn drive<T: FlowResult>(
-    client: &Client,
-    what: &str,
-    first: impl Future<Output = Result<Step<T>, Error>>,
-    rep: &Reporter,
-) -> Result<T, Error> {
-    let t = ui::now();
-    let step = {
-        let _spin = Spinner::start(&format!("waiting for {}", rep.label), false);
-        first.await?
-    };
-    rounds_from(client, what, step, rep, 1, t).await
-}
-
-/// The loop of [`drive`] from a round's result: report, answer, resume;
-/// timing is measured from each request.
-async fn rounds_from<T: FlowResult>(
-    client: &Client,
-    what: &str,
-    mut step: Step<T>,
-    rep: &Reporter,
-    mut round: u32,
-    mut t: Instant,
-) -> Result<T, Error> {
-    let mut state_only = 0;
-    loop {
-        let ms = t_ms(t);
-        let pending = match step {
-            Step::Complete(done) => {
-                rep.line(&format!(
-                    "{} {} · {what} · {ms} ms · complete",
-                    bold("round"),
-                    bold(&round.to_string())
-                ));
-                rep.record(json!({"round": round, "ms": ms, "resultType": "complete"}));
-                return Ok(done);
-            }
-            Step::Pending(p) => p,
-        };
-        let state = pending.request_state().map(str::len);
-        let state_text = state.map_or_else(
-            || "no requestState".to_owned(),
-            |n| format!("requestState {n} bytes"),
-        );
-        rep.line(&format!(
-            "{} {} · {what} · {ms} ms · input_required · {state_text}",
-            bold("round"),
-            bold(&pending.round().to_string())
-        ));
-        for (key, r) in pending.input_requests().iter() {
-            rep.line(&format!("  asks    {key}: {}", describe_request(r)));
-        }
-        let responses = if pending.input_requests().is_empty() {
-            // MRTR-C2: nothing to answer; retry after a short, growing
-            // pause, a bounded number of times (SECURITY.md §3.10).
-            state_only += 1;
-            if state_only > MAX_STATE_ONLY_ROUNDS {
-                return Err(client_round_limit());
-            }
-            tokio::time::sleep(Duration::from_millis(100 << (state_only - 1))).await;
-            InputResponses::new()
-        } else {
-            state_only = 0;
-            client.answer(&pending).await?
-        };
-        for (key, v) in responses.iter() {
-            rep.line(&format!("  answers {key}: {}", describe_answer(v)));
-        }
-        rep.record(json!({
-            "round": pending.round(),
-            "ms": ms,
-            "resultType": "input_required",
-            "requestStateBytes": state,
-            "inputRequests": serde_json::to_value(pending.input_requests()).unwrap_or(Value::Null),
-            "inputResponses": serde_json::to_value(&responses).unwrap_or(Value::Null),
-        }));
-        round = pending.round() + 1;
-        t = ui::now();
-        step = {
-            let _spin = Spinner::start(&format!("waiting for {}", rep.label), false);
-            client.resume(pending, responses).await?
-        };
-    }
-}
-
-/// The error for too many state-only rounds in a row.
-fn client_round_limit() -> Error {
-    Error::protocol(format!(
-        "more than {MAX_STATE_ONLY_ROUNDS} consecutive state-only rounds (SECURITY.md §3.10)"
-    ))
-}
-
-/// Milliseconds since `t`.
-fn t_ms(t: Instant) -> u128 {
-    t.elapsed().as_millis()
+/// Runs one call through the client's driver with `rep` watching every
+/// round (MRTR-C-A3: the client drives, the display only observes).
+pub(crate) async fn drive<T, F, Fut>(rep: &Arc<Reporter>, call: F) -> Result<T, Error>
+where
+    F: FnOnce(CallOptions) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let r = call(rep.options()).await;
+    rep.stop();
+    r
 }
 
 /// Coerces `key=value` arguments by the tool's `inputSchema`: integer,
@@ -450,7 +456,8 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
     } else {
         Sink::Quiet
     };
-    let rep = Reporter::new(sink, &conn.label);
+    let server_label = conn.label.clone();
+    let rep_for = |what: &str| Reporter::new(sink, &server_label, what);
     if args.verbose {
         eprintln!(
             "{} {}",
@@ -468,6 +475,7 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
                 }
                 Err(Lookup::Failed(e)) => {
                     conn.close().await;
+                    let rep = rep_for(&format!("tools/call {name}"));
                     return Ok(report_error(&e, args.json, &rep, &provider));
                 }
             };
@@ -478,12 +486,11 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
                     return Ok(usage(&e));
                 }
             };
-            let r: Result<CallToolResult, Error> = drive(
-                &conn.client,
-                &format!("tools/call {name}"),
-                conn.client.call_tool_once(&name, arguments),
-                &rep,
-            )
+            let rep = rep_for(&format!("tools/call {name}"));
+            let client = &conn.client;
+            let r: Result<CallToolResult, Error> = drive(&rep, |opts| async move {
+                client.call_tool_with(&name, arguments, &opts).await
+            })
             .await;
             finish(r, args.json, &rep, &provider, |r| {
                 (ui::tool_text(r), r.is_error())
@@ -492,24 +499,22 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
         What::Prompt(name, pairs) => {
             let arguments: BTreeMap<String, String> = pairs.into_iter().collect();
             let arguments = (!arguments.is_empty()).then_some(arguments);
-            let r: Result<GetPromptResult, Error> = drive(
-                &conn.client,
-                &format!("prompts/get {name}"),
-                conn.client.get_prompt_once(&name, arguments),
-                &rep,
-            )
+            let rep = rep_for(&format!("prompts/get {name}"));
+            let client = &conn.client;
+            let r: Result<GetPromptResult, Error> = drive(&rep, |opts| async move {
+                client.get_prompt_with(&name, arguments, &opts).await
+            })
             .await;
             finish(r, args.json, &rep, &provider, |r| {
                 (ui::prompt_text(r), false)
             })
         }
         What::Read(uri) => {
-            let r: Result<ReadResourceResult, Error> = drive(
-                &conn.client,
-                &format!("resources/read {uri}"),
-                conn.client.read_resource_once(&uri),
-                &rep,
-            )
+            let rep = rep_for(&format!("resources/read {uri}"));
+            let client = &conn.client;
+            let r: Result<ReadResourceResult, Error> = drive(&rep, |opts| async move {
+                client.read_resource_with(&uri, &opts).await
+            })
             .await;
             finish(r, args.json, &rep, &provider, |r| {
                 (ui::resource_text(r), false)

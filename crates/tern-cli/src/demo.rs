@@ -112,15 +112,13 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         bold("calling:"),
         json!({"environment": "staging"})
     );
-    let rep = Reporter::new(Sink::Stdout, &conn.label);
+    let rep = Reporter::new(Sink::Stdout, &conn.label, "tools/call deploy");
     let mut arguments = Map::new();
     arguments.insert("environment".into(), json!("staging"));
-    let r: Result<CallToolResult, _> = drive(
-        &conn.client,
-        "tools/call deploy",
-        conn.client.call_tool_once("deploy", arguments),
-        &rep,
-    )
+    let client = &conn.client;
+    let r: Result<CallToolResult, _> = drive(&rep, |opts| async move {
+        client.call_tool_with("deploy", arguments, &opts).await
+    })
     .await;
     server.abort();
     match r {

@@ -19,7 +19,7 @@ use tern::types::{
     NumberType, PrimitiveSchemaDefinition as Field, StringFormat,
 };
 
-use crate::ui::{bold, dim, highlight, warn};
+use crate::ui::{bold, dim, highlight};
 
 /// Why a dialog stopped without an answer.
 #[derive(Debug)]
@@ -643,165 +643,6 @@ pub(crate) fn yes_content(schema: &ElicitationSchema) -> Result<Values, String> 
     Ok(out)
 }
 
-/// A URL as the person should see it before consenting: normalised, with
-/// its host picked out and warnings about forms that deceive (DIGEST §5.1
-/// "Client URL handling", SECURITY.md §3.10).
-pub(crate) struct UrlView {
-    /// The URL as it would be opened.
-    pub(crate) url: String,
-    /// The host (and port), shown prominently.
-    pub(crate) host: String,
-    /// The URL with its host highlighted.
-    pub(crate) shown: String,
-    /// Reasons for caution.
-    pub(crate) warnings: Vec<String>,
-    /// Whether the system browser may be asked to open it (http and https
-    /// only).
-    pub(crate) openable: bool,
-}
-
-/// Inspects a URL without fetching anything (no prefetch).
-pub(crate) fn inspect_url(raw: &str) -> UrlView {
-    let Ok(u) = reqwest::Url::parse(raw) else {
-        return UrlView {
-            url: raw.to_owned(),
-            host: "(not a valid URL)".to_owned(),
-            shown: raw.to_owned(),
-            warnings: vec!["this is not a valid URL; it cannot be opened".to_owned()],
-            openable: false,
-        };
-    };
-    let host = u.host_str().unwrap_or("").to_owned();
-    let hostport = u.port().map_or(host.clone(), |p| format!("{host}:{p}"));
-    let mut warnings = Vec::new();
-    let openable = matches!(u.scheme(), "http" | "https") && !host.is_empty();
-    if !openable {
-        warnings.push(format!(
-            "the scheme {:?} is not a web page; it will not be opened",
-            u.scheme()
-        ));
-    }
-    if host.split('.').any(|l| l.starts_with("xn--")) {
-        warnings.push(
-            "the domain is written in punycode (xn--…): it may imitate a familiar name".to_owned(),
-        );
-    }
-    if !u.username().is_empty() || u.password().is_some() {
-        warnings.push(format!(
-            "the URL has a user name before '@': the site is really {hostport}"
-        ));
-    }
-    let loopback = host == "localhost"
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if u.scheme() == "http" && !loopback {
-        warnings.push("not HTTPS: the page is not encrypted".to_owned());
-    }
-    if !loopback
-        && host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok()
-    {
-        warnings.push("the site is a bare IP address, not a domain name".to_owned());
-    }
-    let url = u.to_string();
-    let shown = match url.find(&hostport) {
-        Some(i) => format!(
-            "{}{}{}",
-            &url[..i],
-            highlight(&hostport),
-            &url[i + hostport.len()..]
-        ),
-        None => url.clone(),
-    };
-    UrlView {
-        url,
-        host: hostport,
-        shown,
-        warnings,
-        openable,
-    }
-}
-
-/// Shows a URL request block: message, full URL, host, warnings.
-pub(crate) fn show_url(view: &UrlView, message: &str) {
-    for line in message.lines() {
-        eprintln!("{} {}", bold("│"), line);
-    }
-    eprintln!("{} URL:  {}", bold("│"), view.shown);
-    eprintln!("{} Site: {}", bold("│"), highlight(&view.host));
-    for w in &view.warnings {
-        eprintln!("{} {}", bold("│"), warn(&format!("⚠ {w}")));
-    }
-}
-
-/// Opens `url` in the system browser, never in anything this process can
-/// observe; prints the link instead when there is no opener.
-pub(crate) fn open_in_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(opener).is_file()));
-    if found {
-        let spawned = std::process::Command::new(opener)
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if spawned.is_ok() {
-            eprintln!("{} opened in your browser", bold("│"));
-            return;
-        }
-    }
-    eprintln!("{} open this link in your browser: {url}", bold("│"));
-}
-
-/// The URL-mode dialog: consent, open, then done or cancel (ELIC-10,
-/// ELIC-C11). `accept` is sent only after the person says done.
-pub(crate) fn ask_url(
-    server: &str,
-    key: &str,
-    message: &str,
-    url: &str,
-) -> Result<ElicitResult, Stop> {
-    header("to open a web page", server, key);
-    let view = inspect_url(url);
-    show_url(&view, message);
-    let mut choices = vec!["Decline", "Cancel"];
-    if view.openable {
-        choices.insert(0, "Open it in my browser");
-    }
-    let first = Select::new("Open this page?", choices)
-        .with_help_message("nothing is fetched unless you choose to open it")
-        .prompt();
-    match first {
-        Ok("Open it in my browser") => {}
-        Ok("Decline") => return Ok(ElicitResult::new(ElicitAction::Decline)),
-        Ok(_) | Err(InquireError::OperationCanceled) => {
-            return Ok(ElicitResult::new(ElicitAction::Cancel));
-        }
-        Err(e) => return Err(e.into()),
-    }
-    open_in_browser(&view.url);
-    let done = Select::new(
-        "When you have finished in the browser:",
-        vec!["Done", "Cancel"],
-    )
-    .prompt();
-    match done {
-        Ok("Done") => Ok(ElicitResult::new(ElicitAction::Accept)),
-        Ok(_) | Err(InquireError::OperationCanceled) => Ok(ElicitResult::new(ElicitAction::Cancel)),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// A yes/no question with no default: the person must type the answer.
 pub(crate) fn confirm(question: &str, default: Option<bool>) -> Result<bool, Stop> {
     let mut c = Confirm::new(question);
@@ -873,20 +714,4 @@ mod tests {
         assert!(!format_ok(StringFormat::Email, "a b@c.d"));
     }
 
-    #[test]
-    fn urls_are_inspected_without_fetching() {
-        let v = inspect_url("https://xn--pypal-4ve.com/login");
-        assert_eq!(v.host, "xn--pypal-4ve.com");
-        assert!(v.warnings.iter().any(|w| w.contains("punycode")));
-        let v = inspect_url("http://user@evil.example:8443/x");
-        assert_eq!(v.host, "evil.example:8443");
-        assert!(v.warnings.iter().any(|w| w.contains("user name")));
-        assert!(v.warnings.iter().any(|w| w.contains("not HTTPS")));
-        assert!(
-            inspect_url("http://127.0.0.1:8080/login/ab")
-                .warnings
-                .is_empty()
-        );
-        assert!(!inspect_url("javascript:alert(1)").openable);
-    }
 }

@@ -21,6 +21,7 @@ mod provider;
 mod serve;
 mod target;
 mod ui;
+mod url;
 mod workload;
 
 /// Tern: MCP 2026-07-28 with multi round-trip requests.

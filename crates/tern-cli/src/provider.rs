@@ -22,6 +22,7 @@ use tern::types::{
 };
 
 use crate::form::{self, Stop};
+use crate::url;
 use crate::ui::{bold, dim, highlight, warn};
 
 /// The message when a question needs a person and there is no terminal.
@@ -257,9 +258,9 @@ impl InputProvider for TerminalProvider {
                 }
                 // Consent came from the file; the person still does the
                 // out-of-band step and says when it is done (ELIC-10).
-                let view = form::inspect_url(&params.url);
+                let view = url::inspect_url(&params.url);
                 form::header("to open a web page", &server, &cx.key);
-                form::show_url(&view, &params.message);
+                url::show_url(&view, &params.message);
                 if !view.openable {
                     return Ok(ElicitResult::new(ElicitAction::Decline));
                 }
@@ -295,7 +296,7 @@ impl InputProvider for TerminalProvider {
             }
             let key = cx.key.clone();
             match self
-                .dialog(move || form::ask_url(&server, &key, &params.message, &params.url))
+                .dialog(move || url::ask_url(&server, &key, &params.message, &params.url))
                 .await
             {
                 Err(r) if r.reason == "dismissed" => Ok(ElicitResult::new(ElicitAction::Cancel)),

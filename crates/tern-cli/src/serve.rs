@@ -11,7 +11,7 @@ use std::time::Duration;
 use tern::http::{Anonymous, HttpOptions};
 use tern::seal::{KeyFile, KeyRing, MemoryReplayStore, ReplayStore};
 use tern::server::{Config, Server};
-use tern_replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
+use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
 
 use crate::ServeArgs;
 use crate::workload::{self, Logins};

@@ -89,7 +89,6 @@ struct DeployArgs {
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct Approval {
     /// Approve this deployment
     approved: bool,
@@ -142,7 +141,6 @@ struct RedeemArgs {
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct Confirm {
     /// Confirm
     confirm: bool,
@@ -187,7 +185,6 @@ struct ReviewArgs {
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct Focus {
     /// What should the review focus on?
     focus: String,

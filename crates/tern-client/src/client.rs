@@ -13,7 +13,8 @@ use tern_proto::McpHeaders;
 use tern_proto::decode::Message;
 use tern_proto::headers::encode_header_value;
 use tern_types::{
-    ClientCapabilities, DiscoverResult, ErrorCode, Implementation, JsonRpcVersion,
+    ClientCapabilities, DiscoverResult, ErrorCode, Implementation, InputRequests, InputResponses,
+    JsonRpcVersion,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     Notification, PROTOCOL_VERSION, Request, RequestId, ResultType, meta_keys, methods,
 };
@@ -28,11 +29,52 @@ use crate::{CancelToken, Error};
 /// messages) before its response.
 pub type NotificationHandler = Arc<dyn Fn(&Notification) + Send + Sync>;
 
+/// Sees every round of a multi round-trip call as it happens (for a
+/// display, a log or a test), without driving it.
+pub type RoundObserver = Arc<dyn Fn(&RoundEvent<'_>) + Send + Sync>;
+
+/// One step of a multi round-trip call, as [`CallOptions::observe`] sees it.
+/// Rounds count from 1, the first request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RoundEvent<'a> {
+    /// The request of `round` is about to be sent.
+    Sending {
+        /// The round.
+        round: u32,
+        /// The method.
+        method: &'a str,
+    },
+    /// The server answered `round` with `input_required`.
+    InputRequired {
+        /// The round that was answered.
+        round: u32,
+        /// What the server asks for (empty for a state-only round).
+        input_requests: &'a InputRequests,
+        /// The state to echo, if any.
+        request_state: Option<&'a str>,
+    },
+    /// The answers to `round`'s requests, about to go out with the next.
+    Answered {
+        /// The round whose requests these answer.
+        round: u32,
+        /// The answers, by key.
+        responses: &'a InputResponses,
+    },
+    /// The server answered `round` with the final result.
+    Complete {
+        /// The last round.
+        round: u32,
+    },
+}
+
 /// Per-call options. The default: no cancellation token, no progress, no
-/// log level, the client's timeouts.
+/// log level, the client's timeouts and round limit.
 #[derive(Clone, Default)]
 pub struct CallOptions {
     pub(crate) cancel: Option<CancelToken>,
+    pub(crate) observer: Option<RoundObserver>,
+    pub(crate) max_rounds: Option<u32>,
     pub(crate) on_notification: Option<NotificationHandler>,
     pub(crate) progress: bool,
     pub(crate) log_level: Option<String>,
@@ -99,6 +141,27 @@ impl CallOptions {
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.flow_timeout = Some(deadline);
         self
+    }
+
+    /// Hands every round of the call to `observer` as it happens.
+    #[must_use]
+    pub fn observe(mut self, observer: impl Fn(&RoundEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// The most rounds this call may take; the lower of this and the
+    /// client's limit applies.
+    #[must_use]
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = Some(rounds);
+        self
+    }
+
+    pub(crate) fn emit(&self, event: &RoundEvent<'_>) {
+        if let Some(o) = &self.observer {
+            o(event);
+        }
     }
 }
 

@@ -26,10 +26,29 @@ mod transport;
 mod xmh;
 
 pub use cancel::CancelToken;
-pub use client::{CallOptions, Client, ClientBuilder, NotificationHandler};
+pub use client::{CallOptions, Client, ClientBuilder, NotificationHandler, RoundEvent, RoundObserver};
 pub use error::Error;
 pub use mrtr::{
     FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, PendingCall, Step,
 };
 pub use provider::{InputContext, InputKinds, InputProvider, NoInput, Refusal};
 pub use transport::{BoxFuture, Frames, OutboundNotification, OutboundRequest, Transport};
+
+/// Entry points for the fuzz harnesses (`tern-fuzz`); not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use serde_json::{Map, Value};
+
+    /// Runs a server's result through the checks the driver applies before
+    /// acting on it (MRTR-C-A2, SECURITY.md §3.10): its `resultType`, and
+    /// for an interim result its requests and state, with every kind
+    /// declared. Returns the number of input requests, or the refusal.
+    pub fn check_result(result: &Map<String, Value>) -> Result<usize, crate::Error> {
+        match crate::client::result_type(result)? {
+            tern_types::ResultType::InputRequired => {
+                crate::mrtr::interim(result, crate::InputKinds::ALL).map(|(r, _, _)| r.len())
+            }
+            _ => Ok(0),
+        }
+    }
+}

@@ -24,9 +24,11 @@ use tern_types::{
 };
 
 use crate::Error;
-use crate::client::{Call, CallOptions, Client, parse_result, prompt_params, result_type};
+use crate::client::{
+    Call, CallOptions, Client, RoundEvent, parse_result, prompt_params, result_type,
+};
 use crate::provider::{InputContext, InputKinds};
-use crate::race::{cancellable, join_all};
+use crate::race::{cancellable, catch_panic, join_all};
 
 /// The most input requests one interim result may carry (SECURITY.md
 /// §3.10).
@@ -219,7 +221,19 @@ impl Client {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Step<CallToolResult>, Error> {
-        self.first(tool_params(name, arguments)).await
+        self.call_tool_once_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// One round of `tools/call` with options (cancellation, deadline,
+    /// observer).
+    pub async fn call_tool_once_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<Step<CallToolResult>, Error> {
+        self.first(tool_params(name, arguments), opts).await
     }
 
     /// One round of `prompts/get`.
@@ -228,12 +242,14 @@ impl Client {
         name: &str,
         arguments: Option<BTreeMap<String, String>>,
     ) -> Result<Step<GetPromptResult>, Error> {
-        self.first(prompt_params(name, arguments)).await
+        self.first(prompt_params(name, arguments), &CallOptions::default())
+            .await
     }
 
     /// One round of `resources/read`.
     pub async fn read_resource_once(&self, uri: &str) -> Result<Step<ReadResourceResult>, Error> {
-        self.first(resource_params(uri)).await
+        self.first(resource_params(uri), &CallOptions::default())
+            .await
     }
 
     /// Sends the next round of `pending` with `responses`: one answer under
@@ -244,6 +260,18 @@ impl Client {
         &self,
         pending: PendingCall<T>,
         responses: InputResponses,
+    ) -> Result<Step<T>, Error> {
+        self.resume_with(pending, responses, &CallOptions::default())
+            .await
+    }
+
+    /// [`resume`](Self::resume) with options: the cancellation token, the
+    /// deadline, the round limit and the observer apply to this round.
+    pub async fn resume_with<T: FlowResult>(
+        &self,
+        pending: PendingCall<T>,
+        responses: InputResponses,
+        opts: &CallOptions,
     ) -> Result<Step<T>, Error> {
         if pending.method != T::METHOD {
             return Err(Error::usage(format!(
@@ -259,17 +287,19 @@ impl Client {
                 "answers {answered:?} do not match the requests {asked:?} (MRTR-C3)"
             )));
         }
-        if pending.round >= self.inner.max_rounds {
-            return Err(self.round_limit());
+        if pending.round >= self.max_rounds(opts) {
+            return Err(self.round_limit(opts));
         }
-        let opts = CallOptions::default();
         let responses = (!pending.input_requests.is_empty()).then_some(responses);
-        self.round(
-            pending.params,
-            pending.round + 1,
-            responses,
-            pending.request_state,
-            &opts,
+        self.bounded::<T, _>(
+            opts,
+            self.round(
+                pending.params,
+                pending.round + 1,
+                responses,
+                pending.request_state,
+                opts,
+            ),
         )
         .await
     }
@@ -302,7 +332,8 @@ impl Client {
                 };
                 let request = request.clone();
                 async move {
-                    let answer = match request {
+                    let answer = catch_panic(async move {
+                        match request {
                         InputRequest::Elicitation(ElicitRequestParams::Form(p)) => {
                             provider.elicit_form(cx, p).await.map(InputResponse::Elicit)
                         }
@@ -315,7 +346,9 @@ impl Client {
                         InputRequest::ListRoots(_) => {
                             provider.list_roots(cx).await.map(InputResponse::ListRoots)
                         }
-                    };
+                        }
+                    })
+                    .await;
                     (key.to_owned(), answer)
                 }
             })
@@ -323,9 +356,15 @@ impl Client {
         let mut responses = InputResponses::new();
         for (key, answer) in join_all(futs).await {
             match answer {
-                Ok(a) => responses.insert(key, &a),
+                Ok(Ok(a)) => responses.insert(key, &a),
+                // A provider bug ends this call, not the caller.
+                Err(panic) => {
+                    return Err(Error::refused(format!(
+                        "the input provider failed while answering {key:?}: {panic}"
+                    )));
+                }
                 // MRTR-C4: no refused form on the wire; end locally.
-                Err(r) => {
+                Ok(Err(r)) => {
                     return Err(Error::refused(format!(
                         "the input provider refused {key:?}: {}",
                         r.reason
@@ -343,23 +382,17 @@ impl Client {
         pending: PendingCall<T>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
-        let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
-        cancellable(opts.cancel.as_ref(), async {
-            tokio::time::timeout(deadline, self.run(Step::Pending(pending), opts))
-                .await
-                .map_err(|_| {
-                    Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD))
-                })?
-        })
-        .await
+        self.bounded::<T, _>(opts, self.run(Step::Pending(pending), opts))
+            .await
     }
 
-    async fn first<T: FlowResult>(&self, params: Map<String, Value>) -> Result<Step<T>, Error> {
-        let opts = CallOptions::default();
-        let deadline = self.inner.flow_timeout;
-        tokio::time::timeout(deadline, self.round(params, 1, None, None, &opts))
+    async fn first<T: FlowResult>(
+        &self,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<Step<T>, Error> {
+        self.bounded::<T, _>(opts, self.round(params, 1, None, None, opts))
             .await
-            .map_err(|_| Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD)))?
     }
 
     async fn drive<T: FlowResult>(
@@ -367,14 +400,25 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
+        self.bounded::<T, _>(opts, async {
+            let first = self.round(params, 1, None, None, opts).await?;
+            self.run(first, opts).await
+        })
+        .await
+    }
+
+    /// The call's cancellation token and deadline around `fut`, whatever
+    /// part of the flow it is (MRTR-C-A3).
+    async fn bounded<T: FlowResult, R>(
+        &self,
+        opts: &CallOptions,
+        fut: impl Future<Output = Result<R, Error>>,
+    ) -> Result<R, Error> {
         let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
         cancellable(opts.cancel.as_ref(), async {
-            tokio::time::timeout(deadline, async {
-                let first = self.round(params, 1, None, None, opts).await?;
-                self.run(first, opts).await
-            })
-            .await
-            .map_err(|_| Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD)))?
+            tokio::time::timeout(deadline, fut).await.map_err(|_| {
+                Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD))
+            })?
         })
         .await
     }
@@ -387,8 +431,8 @@ impl Client {
                 Step::Complete(t) => return Ok(t),
                 Step::Pending(p) => p,
             };
-            if pending.round >= self.inner.max_rounds {
-                return Err(self.round_limit());
+            if pending.round >= self.max_rounds(opts) {
+                return Err(self.round_limit(opts));
             }
             let responses = if pending.input_requests.is_empty() {
                 // MRTR-C2: a state-only round may be retried at once; back
@@ -403,7 +447,12 @@ impl Client {
                 None
             } else {
                 state_only = 0;
-                Some(self.answer(&pending).await?)
+                let answers = self.answer(&pending).await?;
+                opts.emit(&RoundEvent::Answered {
+                    round: pending.round,
+                    responses: &answers,
+                });
+                Some(answers)
             };
             step = self
                 .round(
@@ -417,10 +466,15 @@ impl Client {
         }
     }
 
-    fn round_limit(&self) -> Error {
+    fn max_rounds(&self, opts: &CallOptions) -> u32 {
+        opts.max_rounds
+            .map_or(self.inner.max_rounds, |r| r.min(self.inner.max_rounds))
+    }
+
+    fn round_limit(&self, opts: &CallOptions) -> Error {
         Error::round_limit(format!(
             "the flow needs more than {} rounds",
-            self.inner.max_rounds
+            self.max_rounds(opts)
         ))
     }
 
@@ -444,6 +498,10 @@ impl Client {
         if let Some(s) = request_state {
             params.insert("requestState".into(), Value::String(s));
         }
+        opts.emit(&RoundEvent::Sending {
+            round,
+            method: T::METHOD,
+        });
         let result = self
             .send(&Call {
                 method: T::METHOD,
@@ -455,6 +513,11 @@ impl Client {
             ResultType::InputRequired => {
                 let (input_requests, request_state, server_info) =
                     interim(&result, self.inner.provider.kinds())?;
+                opts.emit(&RoundEvent::InputRequired {
+                    round,
+                    input_requests: &input_requests,
+                    request_state: request_state.as_deref(),
+                });
                 Ok(Step::Pending(PendingCall {
                     method: T::METHOD.to_owned(),
                     params: base,
@@ -465,16 +528,20 @@ impl Client {
                     _result: PhantomData,
                 }))
             }
-            _ => parse_result(T::METHOD, result).map(Step::Complete),
+            _ => {
+                let done = parse_result(T::METHOD, result)?;
+                opts.emit(&RoundEvent::Complete { round });
+                Ok(Step::Complete(done))
+            }
         }
     }
 }
 
-type Interim = (InputRequests, Option<String>, Option<Value>);
+pub(crate) type Interim = (InputRequests, Option<String>, Option<Value>);
 
 /// Checks an interim result before anything acts on it (MRTR-C-A2,
 /// SECURITY.md §3.10).
-fn interim(result: &Map<String, Value>, kinds: InputKinds) -> Result<Interim, Error> {
+pub(crate) fn interim(result: &Map<String, Value>, kinds: InputKinds) -> Result<Interim, Error> {
     let state = match result.get("requestState") {
         None => None,
         Some(Value::String(s)) if s.len() <= MAX_REQUEST_STATE => Some(s.clone()),

@@ -30,6 +30,24 @@ pub(crate) async fn cancellable<T>(
     .await
 }
 
+/// Runs `fut`, turning a panic inside it into `Err` with the panic's text,
+/// so a buggy input provider ends its call, never the caller's task.
+pub(crate) async fn catch_panic<T>(fut: impl Future<Output = T>) -> Result<T, String> {
+    let mut fut = pin!(fut);
+    poll_fn(|cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_owned()))),
+        }
+    })
+    .await
+}
+
 /// Polls every future until all are done; results in input order. Used to
 /// fulfil the entries of one round concurrently (at most 16).
 pub(crate) async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {

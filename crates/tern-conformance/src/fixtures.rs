@@ -22,35 +22,30 @@ pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAA
 /// (`{"name":"Alice"}`, `{"ok":true}`, `{"color":"blue"}`,
 /// `{"context":"test context"}`), so strict validation is safe (MRTR-E-A2).
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct NameForm {
     /// Your name
     name: String,
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct OkForm {
     /// Confirm
     ok: bool,
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct ColorForm {
     /// Favourite colour
     color: String,
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct ContextForm {
     /// Context
     context: String,
 }
 
 #[derive(Debug, Deserialize, ElicitForm)]
-#[form(crate = "tern::server")]
 struct MessageForm {
     /// Your response
     response: String,

@@ -17,6 +17,23 @@ mod server;
 #[cfg(feature = "client")]
 pub use client::{HttpClientOptions, HttpTransport};
 
+/// Entry points for the fuzz harnesses (`tern-fuzz`); not an API.
+#[cfg(feature = "client")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Feeds `chunks` to a fresh SSE decoder capped at `max` bytes per
+    /// event, as a response body would arrive, and returns every event's
+    /// data, or the first error.
+    pub fn sse_events(chunks: &[&[u8]], max: usize) -> Result<Vec<String>, tern_client::Error> {
+        let mut d = crate::client::SseDecoder::new(max);
+        let mut out = Vec::new();
+        for c in chunks {
+            out.extend(d.feed(c)?);
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(feature = "server")]
 pub use auth::{AnyOf, JwtAuthenticator, JwtKeys, TokenFile};
 #[cfg(feature = "server")]

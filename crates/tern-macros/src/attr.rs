@@ -271,24 +271,65 @@ pub(crate) fn refuse(attrs: &[Attribute], why: &str) -> syn::Result<()> {
     }
     KRATE.with(|k| {
         *k.borrow_mut() = match path {
-            Some(p) => quote!(#p),
-            None => quote!(::tern_server),
+            Some(p) => quote!(#p).to_string(),
+            None => default_krate(),
         };
     });
     Ok(())
 }
 
+/// How the calling crate names tern-server when the type does not say:
+/// `::tern_server` if it depends on it, else `::tern::server` if it depends
+/// on the facade (under whatever name it gave either), read from its
+/// manifest once per compilation.
+fn default_krate() -> String {
+    static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let path = FOUND.get_or_init(|| {
+        let pkg = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+        match pkg.as_str() {
+            "tern-server" => return "::tern_server".into(),
+            // The facade's own doc tests (the README) take the paved path.
+            "tern" => return "::tern::server".into(),
+            _ => {}
+        }
+        let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(|d| std::path::Path::new(&d).join("Cargo.toml"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| t.parse::<toml::Table>().ok())
+            .unwrap_or_default();
+        let named = |wanted: &str| -> Option<String> {
+            ["dependencies", "dev-dependencies"].iter().find_map(|section| {
+                let deps = manifest.get(*section)?.as_table()?;
+                deps.iter().find_map(|(key, spec)| {
+                    let package = spec.get("package").and_then(toml::Value::as_str);
+                    (package.unwrap_or(key) == wanted).then(|| key.replace('-', "_"))
+                })
+            })
+        };
+        match (named("tern-server"), named("tern")) {
+            (Some(k), _) => format!("::{k}"),
+            (None, Some(k)) => format!("::{k}::server"),
+            (None, None) => "::tern_server".into(),
+        }
+    });
+    path.clone()
+}
+
 thread_local! {
-    /// The path the expansion names tern-server by: `::tern_server`, or
-    /// what `#[form(crate = "tern::server")]` says for crates that reach it
-    /// through the facade. Set once per derive, before anything expands.
-    static KRATE: std::cell::RefCell<TokenStream> =
-        std::cell::RefCell::new(quote!(::tern_server));
+    /// The path the expansion names tern-server by: what
+    /// `#[form(crate = "...")]` says, or what the calling crate's manifest
+    /// implies. Set once per derive, before anything expands.
+    /// Kept as text: compiler tokens must not outlive the invocation that
+    /// made them.
+    static KRATE: std::cell::RefCell<String> =
+        std::cell::RefCell::new("::tern_server".to_owned());
 }
 
 /// The tern-server path for the derive being expanded.
 pub(crate) fn krate() -> TokenStream {
-    KRATE.with(|k| k.borrow().clone())
+    KRATE
+        .with(|k| k.borrow().parse())
+        .unwrap_or_else(|_| quote!(::tern_server))
 }
 
 /// A field's or variant's doc comment as one string: lines trimmed,

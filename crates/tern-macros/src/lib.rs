@@ -6,10 +6,11 @@
 //! `#[derive(ElicitEnum)]` turns a fieldless enum into the options of a
 //! single- or multi-select field.
 //!
-//! Both are re-exported by `tern-server`. The expansions name
-//! `::tern_server` paths (and its re-exported `serde_json`); a crate that
-//! reaches tern-server through the `tern` facade says so with
-//! `#[form(crate = "tern::server")]` on the type.
+//! Both are re-exported by `tern-server`. The expansions name tern-server
+//! (and its re-exported `serde_json`) as the calling crate does: as
+//! `::tern_server` when it depends on tern-server, as `::tern::server` when
+//! it depends on the `tern` facade (read from its manifest), or as
+//! `#[form(crate = "...")]` on the type says.
 
 use proc_macro::TokenStream;
 

@@ -50,6 +50,7 @@ pub use redis_store::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RESULT_KEY_PREFIX,
     RedisConnectError, RedisOptions, RedisReplayStore,
 };
+#[cfg(feature = "sqlite")]
 pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, SqliteOpenError,
     SqliteOptions, SqliteReplayStore, Synchronous,

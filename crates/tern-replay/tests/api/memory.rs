@@ -56,8 +56,8 @@ impl ReplayStore for Handle {
 impl Fixture for Memory {
     type Store = Handle;
 
-    async fn start() -> Option<Self> {
-        Some(Self(Arc::new(MemoryReplayStore::new())))
+    async fn start() -> Self {
+        Self(Arc::new(MemoryReplayStore::new()))
     }
 
     async fn handle(&self) -> Handle {

@@ -39,10 +39,10 @@ impl<const NORMAL: bool> Sqlite<NORMAL> {
 impl<const NORMAL: bool> Fixture for Sqlite<NORMAL> {
     type Store = SqliteReplayStore;
 
-    async fn start() -> Option<Self> {
-        Some(Self {
+    async fn start() -> Self {
+        Self {
             dir: TempDir::new(),
-        })
+        }
     }
 
     async fn handle(&self) -> SqliteReplayStore {

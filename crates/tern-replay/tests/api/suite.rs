@@ -23,9 +23,10 @@ pub(crate) trait Fixture: Sized {
     /// The handle type.
     type Store: ReplayStore;
 
-    /// Sets the backend up, or `None` when the test is to be skipped (the
-    /// fixture says why).
-    async fn start() -> Option<Self>;
+    /// Sets the backend up; a backend that cannot start fails the test (a
+    /// backend that may be missing is compiled as ignored instead: see
+    /// `build.rs`).
+    async fn start() -> Self;
 
     /// A new handle on the same markers: a new connection where the backend
     /// has them. Dropping every handle and taking a new one is a restart.
@@ -34,7 +35,7 @@ pub(crate) trait Fixture: Sized {
 
 /// A key is used once; every later consume is refused, on any handle.
 pub(crate) async fn first_use_then_replay<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let store = fx.handle().await;
     let key = fresh_key();
     assert_eq!(store.consume(key, TTL).await, Ok(Consumed::FirstUse));
@@ -52,7 +53,7 @@ pub(crate) async fn first_use_then_replay<F: Fixture>() {
 /// Of 32 handles consuming one key at once, exactly one wins; the others
 /// are refused, not failed.
 pub(crate) async fn a_race_has_exactly_one_winner<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let mut stores = Vec::with_capacity(RACERS);
     for _ in 0..RACERS {
         stores.push(Arc::new(fx.handle().await));
@@ -91,7 +92,7 @@ pub(crate) async fn a_race_has_exactly_one_winner<F: Fixture>() {
 /// After its TTL a marker no longer blocks the key: the store promises "at
 /// least `ttl`", and a key reused later (a business key) must work again.
 pub(crate) async fn an_expired_marker_counts_as_first_use<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let store = fx.handle().await;
     let key = fresh_key();
     let short = Duration::from_millis(100);
@@ -109,7 +110,7 @@ pub(crate) async fn an_expired_marker_counts_as_first_use<F: Fixture>() {
 /// A marker outlives every handle: a new store on the same backing data
 /// refuses the replay.
 pub(crate) async fn markers_survive_a_restart<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let key = fresh_key();
     let before = fx.handle().await;
     assert_eq!(before.consume(key, TTL).await, Ok(Consumed::FirstUse));
@@ -132,7 +133,7 @@ pub(crate) fn binary_result() -> Vec<u8> {
 /// any handle; a later put under the key replaces it (SECURITY.md §3.9,
 /// idempotency-key pattern).
 pub(crate) async fn a_result_is_read_back_exactly<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let store = fx.handle().await;
     assert!(store.keeps_results());
     let key = fresh_key();
@@ -188,7 +189,7 @@ pub(crate) async fn a_result_is_read_back_exactly<F: Fixture>() {
 /// No result under a key is `None`, consumed or not: the caller answers the
 /// uniform refusal.
 pub(crate) async fn an_unknown_result_is_none<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let store = fx.handle().await;
     assert_eq!(store.get_result(fresh_key()).await, Ok(None));
     let consumed = fresh_key();
@@ -209,7 +210,7 @@ pub(crate) async fn an_unknown_result_is_none<F: Fixture>() {
 
 /// After its TTL a result is gone, even before any purge.
 pub(crate) async fn an_expired_result_is_none<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let store = fx.handle().await;
     let key = fresh_key();
     store
@@ -230,7 +231,7 @@ pub(crate) async fn an_expired_result_is_none<F: Fixture>() {
 /// A result over the cap is refused with `Full`, and nothing is kept: not
 /// even a truncated copy, and not a replacement of the earlier result.
 pub(crate) async fn an_over_cap_result_is_refused<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let store = fx.handle().await;
     let key = fresh_key();
     let answer = store
@@ -257,7 +258,7 @@ pub(crate) async fn an_over_cap_result_is_refused<F: Fixture>() {
 
 /// A result outlives every handle, like its marker.
 pub(crate) async fn results_survive_a_restart<F: Fixture>() {
-    let Some(fx) = F::start().await else { return };
+    let fx = F::start().await;
     let key = fresh_key();
     let before = fx.handle().await;
     assert_eq!(before.consume(key, TTL).await, Ok(Consumed::FirstUse));
@@ -279,38 +280,45 @@ pub(crate) async fn results_survive_a_restart<F: Fixture>() {
 
 /// The suite, minus restart survival, as one test per behaviour.
 macro_rules! replay_suite {
-    ($fixture:ty) => {
+    ($fixture:ty $(, #[$attr:meta])*) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn first_use_then_replay() {
             $crate::suite::first_use_then_replay::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn a_race_has_exactly_one_winner() {
             $crate::suite::a_race_has_exactly_one_winner::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn an_expired_marker_counts_as_first_use() {
             $crate::suite::an_expired_marker_counts_as_first_use::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn a_result_is_read_back_exactly() {
             $crate::suite::a_result_is_read_back_exactly::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn an_unknown_result_is_none() {
             $crate::suite::an_unknown_result_is_none::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn an_expired_result_is_none() {
             $crate::suite::an_expired_result_is_none::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn an_over_cap_result_is_refused() {
             $crate::suite::an_over_cap_result_is_refused::<$fixture>().await;
         }
@@ -319,13 +327,15 @@ macro_rules! replay_suite {
 
 /// Restart survival, for the backends that promise it.
 macro_rules! restart_suite {
-    ($fixture:ty) => {
+    ($fixture:ty $(, #[$attr:meta])*) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn markers_survive_a_restart() {
             $crate::suite::markers_survive_a_restart::<$fixture>().await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])*
         async fn results_survive_a_restart() {
             $crate::suite::results_survive_a_restart::<$fixture>().await;
         }
