@@ -2,12 +2,12 @@
 
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tern_proto::{Inbound, Principal};
 use tern_server::clock::ManualClock;
 use tern_server::{ElicitForm, Reply, Server, ServerBuilder, Sink};
 
-pub(crate) const NOW: u64 = 1_800_000_000;
+pub(crate) use tern_testkit::request::NOW;
 
 #[derive(Debug, Deserialize, ElicitForm)]
 pub(crate) struct Approval {
@@ -67,56 +67,6 @@ impl Harness {
     }
 }
 
-pub(crate) fn meta(caps: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
-    })
-}
-
-pub(crate) fn all_caps() -> Value {
-    json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
-}
-
-pub(crate) fn call(name: &str, args: Value, caps: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-           "params": {"_meta": meta(caps), "name": name, "arguments": args}})
-}
-
-/// The same call as a retry: a new id, answers and the exact state.
-pub(crate) fn retry(first: &Value, state: Option<&Value>, responses: Value) -> Value {
-    let mut r = first.clone();
-    r["id"] = json!(2);
-    r["params"]["inputResponses"] = responses;
-    if let Some(s) = state {
-        r["params"]["requestState"] = s.clone();
-    }
-    r
-}
-
-pub(crate) fn result(reply: &(u16, Value)) -> Value {
-    assert_eq!(reply.0, 200, "{}", reply.1);
-    reply
-        .1
-        .get("result")
-        .unwrap_or_else(|| panic!("not a result: {}", reply.1))
-        .clone()
-}
-
-pub(crate) fn error(reply: &(u16, Value)) -> (i64, Value) {
-    let e = reply
-        .1
-        .get("error")
-        .unwrap_or_else(|| panic!("not an error: {}", reply.1));
-    (e["code"].as_i64().unwrap(), e.clone())
-}
-
-pub(crate) fn text(result: Value) -> String {
-    assert_eq!(result["resultType"], "complete", "{result}");
-    result["content"][0]["text"].as_str().unwrap().to_owned()
-}
-
-pub(crate) fn accept(content: Value) -> Value {
-    json!({"action": "accept", "content": content})
-}
+pub(crate) use tern_testkit::request::{
+    accept, all_caps, call, error, meta, result, retry, text,
+};

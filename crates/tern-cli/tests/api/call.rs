@@ -2,12 +2,12 @@
 //! operation of the reference workload, answered with `--answers` and
 //! `--yes` as a script would.
 
-mod common;
+
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use common::{Target, post, tern_bin};
+use super::common::{Target, post, tern_bin};
 
 /// Each scenario runs against both transports.
 macro_rules! both {
@@ -176,11 +176,11 @@ both! {
     discover => |t: Target| {
         let mut cmd = Command::new(tern_bin());
         cmd.arg("discover").args(t.args());
-        let r = common::run(cmd);
+        let r = crate::api::common::run(cmd);
         r.ok().says("2026-07-28").says("deploy").says("review").says("config://secret");
         let mut cmd = Command::new(tern_bin());
         cmd.arg("discover").args(t.args()).arg("--json");
-        let r = common::run(cmd);
+        let r = crate::api::common::run(cmd);
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["echo", "deploy", "ask_model", "redeem", "login"]);

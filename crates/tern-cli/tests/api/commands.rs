@@ -1,10 +1,10 @@
 //! `tern demo` without a terminal, and `tern serve` failing clearly.
 
-mod common;
+
 
 use std::process::Command;
 
-use common::{Run, run, tern_bin};
+use super::common::{Run, run, tern_bin};
 use tempfile::TempDir;
 
 fn tern(args: &[&str], data: &TempDir) -> Run {

@@ -1,11 +1,11 @@
 //! `tern call` in a pseudo-terminal, driven keystroke by keystroke as a
 //! person would: approve the deploy form, then decline a redemption.
 
-mod common;
+
 
 use std::process::Command;
 
-use common::{Server, tern_bin};
+use super::common::{Server, tern_bin};
 use rexpect::session::{Options, PtySession, spawn_with_options};
 
 const ENTER: &str = "\r";

@@ -3,18 +3,14 @@
 //! HTTP, errors decided on the JSON-RPC body.
 #![cfg(all(feature = "client", feature = "server"))]
 
-use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tern_client::{
-    BoxFuture, CallOptions, Client, InputContext, InputKinds, InputProvider, Refusal,
-};
+use tern_client::{CallOptions, Client};
 use tern_http::{HttpOptions, HttpTransport};
 use tern_server::{Ask, Elicited, Error, Need, Progress, RawArgs, Server, ToolDef, ToolResult};
-use tern_types::{ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue};
 
 async fn greet(ask: Ask) -> Result<ToolResult, Error> {
     let need = Need::form_schema(
@@ -82,28 +78,7 @@ async fn start() -> String {
     format!("http://{addr}/mcp")
 }
 
-struct Ada;
-
-impl InputProvider for Ada {
-    fn kinds(&self) -> InputKinds {
-        InputKinds::NONE.with_form()
-    }
-    fn elicit_form(
-        &self,
-        _cx: InputContext,
-        _p: ElicitRequestFormParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
-        Box::pin(async {
-            Ok(ElicitResult {
-                action: ElicitAction::Accept,
-                content: Some(BTreeMap::from([(
-                    "name".to_owned(),
-                    ElicitValue::String("Ada".into()),
-                )])),
-            })
-        })
-    }
-}
+use tern_testkit::provider::Ada;
 
 fn client(url: &str) -> Client {
     Client::builder(HttpTransport::new(url).unwrap())

@@ -5,16 +5,12 @@
 
 #![cfg(feature = "client")]
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tern_client::{
-    BoxFuture, CallOptions, CancelToken, Client, InputContext, InputKinds, InputProvider, Refusal,
-};
+use tern_client::{CallOptions, CancelToken, Client};
 use tern_stdio::{StdioClientOptions, StdioTransport};
-use tern_types::{ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue};
 use tokio::process::Command;
 
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -165,28 +161,7 @@ async fn shutdown_kills_a_child_that_ignores_end_of_file() {
     assert!(t.shutdown().await.unwrap_err().is_transport());
 }
 
-struct Ada;
-
-impl InputProvider for Ada {
-    fn kinds(&self) -> InputKinds {
-        InputKinds::NONE.with_form()
-    }
-    fn elicit_form(
-        &self,
-        _cx: InputContext,
-        _p: ElicitRequestFormParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
-        Box::pin(async {
-            Ok(ElicitResult {
-                action: ElicitAction::Accept,
-                content: Some(BTreeMap::from([(
-                    "name".to_owned(),
-                    ElicitValue::String("Ada".into()),
-                )])),
-            })
-        })
-    }
-}
+use tern_testkit::provider::Ada;
 
 /// The real stdio server of this crate, as a child process.
 #[cfg(feature = "server")]

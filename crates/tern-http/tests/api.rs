@@ -1,0 +1,7 @@
+//! tern-http over real loopback sockets, one test binary: the client
+//! transport against `tern_http::spawn`, and the server against raw HTTP.
+
+mod api {
+    mod client;
+    mod server;
+}

@@ -1,0 +1,8 @@
+//! Shared test helpers for the Tern crates (dev-only): request builders
+//! ([`request`]), transports that need no sockets ([`transport`]) and input
+//! providers with fixed answers ([`provider`]). One copy of each, so every
+//! crate's tests exercise the same doubles.
+
+pub mod provider;
+pub mod request;
+pub mod transport;
