@@ -141,7 +141,10 @@ impl Reporter {
         match event {
             RoundEvent::Sending { .. } => {
                 w.sent = ui::now();
-                w.spinner = Some(Spinner::start(&format!("waiting for {}", self.label), false));
+                w.spinner = Some(Spinner::start(
+                    &format!("waiting for {}", self.label),
+                    false,
+                ));
             }
             RoundEvent::InputRequired {
                 round,
@@ -196,7 +199,8 @@ impl Reporter {
                     bold(&round.to_string()),
                     self.what
                 ));
-                w.rounds.push(json!({"round": round, "ms": ms, "resultType": "complete"}));
+                w.rounds
+                    .push(json!({"round": round, "ms": ms, "resultType": "complete"}));
             }
             _ => {}
         }

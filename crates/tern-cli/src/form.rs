@@ -713,5 +713,4 @@ mod tests {
         assert!(format_ok(StringFormat::Uri, "https://example.com/x"));
         assert!(!format_ok(StringFormat::Email, "a b@c.d"));
     }
-
 }

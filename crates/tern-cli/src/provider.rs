@@ -22,8 +22,8 @@ use tern::types::{
 };
 
 use crate::form::{self, Stop};
-use crate::url;
 use crate::ui::{bold, dim, highlight, warn};
+use crate::url;
 
 /// The message when a question needs a person and there is no terminal.
 pub(crate) const NO_TERMINAL: &str = "the server asks a question and there is no terminal to ask it in: run in a terminal, or pass --answers FILE or --yes";

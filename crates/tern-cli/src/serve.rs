@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tern::http::{Anonymous, HttpOptions};
+use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
 use tern::seal::{KeyFile, KeyRing, MemoryReplayStore, ReplayStore};
 use tern::server::{Config, Server};
-use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
 
 use crate::ServeArgs;
 use crate::workload::{self, Logins};

@@ -14,9 +14,9 @@ use tern_proto::decode::Message;
 use tern_proto::headers::encode_header_value;
 use tern_types::{
     ClientCapabilities, DiscoverResult, ErrorCode, Implementation, InputRequests, InputResponses,
-    JsonRpcVersion,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    Notification, PROTOCOL_VERSION, Request, RequestId, ResultType, meta_keys, methods,
+    JsonRpcVersion, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, Notification, PROTOCOL_VERSION, Request, RequestId, ResultType, meta_keys,
+    methods,
 };
 
 use crate::provider::{InputProvider, NoInput};
@@ -245,7 +245,12 @@ impl ClientBuilder {
 
     /// The client.
     pub fn build(self) -> Client {
-        let version = self.versions[0].clone();
+        // An empty list falls back to this revision rather than panicking.
+        let version = self
+            .versions
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
         Client {
             inner: Arc::new(Inner {
                 transport: self.transport,

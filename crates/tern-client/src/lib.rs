@@ -26,7 +26,9 @@ mod transport;
 mod xmh;
 
 pub use cancel::CancelToken;
-pub use client::{CallOptions, Client, ClientBuilder, NotificationHandler, RoundEvent, RoundObserver};
+pub use client::{
+    CallOptions, Client, ClientBuilder, NotificationHandler, RoundEvent, RoundObserver,
+};
 pub use error::Error;
 pub use mrtr::{
     FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, PendingCall, Step,

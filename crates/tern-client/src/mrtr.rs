@@ -334,18 +334,18 @@ impl Client {
                 async move {
                     let answer = catch_panic(async move {
                         match request {
-                        InputRequest::Elicitation(ElicitRequestParams::Form(p)) => {
-                            provider.elicit_form(cx, p).await.map(InputResponse::Elicit)
-                        }
-                        InputRequest::Elicitation(ElicitRequestParams::Url(p)) => {
-                            provider.elicit_url(cx, p).await.map(InputResponse::Elicit)
-                        }
-                        InputRequest::Sampling(p) => {
-                            provider.sample(cx, p).await.map(InputResponse::Sampling)
-                        }
-                        InputRequest::ListRoots(_) => {
-                            provider.list_roots(cx).await.map(InputResponse::ListRoots)
-                        }
+                            InputRequest::Elicitation(ElicitRequestParams::Form(p)) => {
+                                provider.elicit_form(cx, p).await.map(InputResponse::Elicit)
+                            }
+                            InputRequest::Elicitation(ElicitRequestParams::Url(p)) => {
+                                provider.elicit_url(cx, p).await.map(InputResponse::Elicit)
+                            }
+                            InputRequest::Sampling(p) => {
+                                provider.sample(cx, p).await.map(InputResponse::Sampling)
+                            }
+                            InputRequest::ListRoots(_) => {
+                                provider.list_roots(cx).await.map(InputResponse::ListRoots)
+                            }
                         }
                     })
                     .await;

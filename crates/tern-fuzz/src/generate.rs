@@ -15,7 +15,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn bits(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -26,7 +26,7 @@ impl Rng {
 
     /// A number in `0..n` (`n` > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.bits() % n.max(1)
     }
 
     /// True with probability 1 in `n`.
@@ -42,7 +42,7 @@ impl Rng {
     /// Random bytes, up to `max` of them.
     pub fn bytes(&mut self, max: usize) -> Vec<u8> {
         let n = self.below(max as u64 + 1) as usize;
-        (0..n).map(|_| self.next() as u8).collect()
+        (0..n).map(|_| self.bits() as u8).collect()
     }
 }
 
@@ -92,7 +92,7 @@ fn string(rng: &mut Rng) -> String {
     }
     let mut s = (*rng.pick(STRINGS)).to_owned();
     if rng.one_in(3) {
-        s.push_str(*rng.pick(STRINGS));
+        s.push_str(rng.pick::<&str>(STRINGS));
     }
     s
 }
@@ -131,9 +131,9 @@ pub fn value_from(rng: &mut Rng, depth: u32) -> Value {
         0 => Value::Null,
         1 => Value::Bool(rng.one_in(2)),
         2 => match rng.below(4) {
-            0 => json!(rng.next() as i64),
+            0 => json!(rng.bits() as i64),
             1 => json!(rng.below(10)),
-            2 => json!(f64::from(rng.next() as u32) / 7.0),
+            2 => json!(f64::from(rng.bits() as u32) / 7.0),
             _ => json!(u64::MAX),
         },
         3 | 4 => Value::String(string(rng)),

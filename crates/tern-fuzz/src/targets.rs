@@ -14,8 +14,8 @@ use tern::server::{Ask, Elicited, Error, Need, Reply, Server, Sink, ToolResult};
 use tern::stdio::{StdioOptions, serve_io};
 use tokio::io::AsyncReadExt;
 
-use crate::generate::{Rng, mutate, value_from};
 use crate::Target;
+use crate::generate::{Rng, mutate, value_from};
 
 /// Every target, by name.
 pub static TARGETS: &[Target] = &[
@@ -242,7 +242,8 @@ fn answers(data: &[u8]) {
     let (name, key) = FLOWS[flow];
     let valid = &states()[flow];
     let state = if edit % 4 == 0 {
-        String::from_utf8_lossy(&mutate(valid.as_bytes(), &mut Rng::new(u64::from(edit)))).into_owned()
+        String::from_utf8_lossy(&mutate(valid.as_bytes(), &mut Rng::new(u64::from(edit))))
+            .into_owned()
     } else {
         valid.clone()
     };
@@ -258,7 +259,11 @@ fn answers(data: &[u8]) {
     assert_not_internal(&reply);
     if state != *valid {
         // A state that is not the one sealed never opens (SECURITY.md §3.5).
-        assert_eq!(reply["error"]["code"], json!(-32602), "a mutated state opened: {reply}");
+        assert_eq!(
+            reply["error"]["code"],
+            json!(-32602),
+            "a mutated state opened: {reply}"
+        );
     }
 }
 
@@ -299,7 +304,10 @@ fn open_sealed_state(data: &[u8]) {
     };
     let opened = ring.open_at::<(u8, Vec<String>)>("fuzz", &token, &Binding([7; 32]), NOW, &policy);
     if token != *valid {
-        assert!(opened.is_err(), "a token other than the sealed one opened: {token:?}");
+        assert!(
+            opened.is_err(),
+            "a token other than the sealed one opened: {token:?}"
+        );
     } else {
         assert!(opened.is_ok(), "the sealed token did not open");
     }
@@ -395,8 +403,8 @@ fn gen_envelope(rng: &mut Rng) -> Vec<u8> {
 
 fn gen_state_edit(rng: &mut Rng) -> Vec<u8> {
     // Odd first byte: the valid token mutated from the bytes that follow.
-    let mut out = vec![(rng.next() as u8) | 1];
-    out.extend(rng.next().to_le_bytes());
+    let mut out = vec![(rng.bits() as u8) | 1];
+    out.extend(rng.bits().to_le_bytes());
     if rng.one_in(3) {
         out.truncate(1);
         out[0] &= 0xfe;
@@ -408,12 +416,18 @@ fn gen_state_edit(rng: &mut Rng) -> Vec<u8> {
 
 fn gen_answer(rng: &mut Rng) -> Vec<u8> {
     let flow = rng.below(FLOWS.len() as u64) as u8;
-    let edit = if rng.one_in(5) { 0 } else { 1 + (rng.next() as u8 % 200) };
+    let edit = if rng.one_in(5) {
+        0
+    } else {
+        1 + (rng.bits() as u8 % 200)
+    };
     let answer = match FLOWS[flow as usize].0 {
         "form" | "url" => {
             let action = *rng.pick(&["accept", "decline", "cancel", "maybe"]);
             let mut content = Map::new();
-            for k in ["name", "email", "age", "ratio", "ok", "color", "tags", "extra"] {
+            for k in [
+                "name", "email", "age", "ratio", "ok", "color", "tags", "extra",
+            ] {
                 if rng.one_in(2) {
                     content.insert(k.into(), value_from(rng, 1));
                 }
@@ -452,13 +466,13 @@ fn gen_stream(rng: &mut Rng) -> Vec<u8> {
 }
 
 fn gen_sse(rng: &mut Rng) -> Vec<u8> {
-    let mut out = vec![rng.next() as u8];
+    let mut out = vec![rng.bits() as u8];
     for _ in 0..=rng.below(5) {
         let field = *rng.pick(&["data", "event", "id", "retry", "", ":"]);
         out.extend(field.as_bytes());
         out.extend(b": ");
         out.extend(serde_json::to_vec(&value_from(rng, 2)).unwrap_or_default());
-        out.extend_from_slice(*rng.pick(&[&b"\n"[..], b"\r\n", b"\r", b"\n\n"]));
+        out.extend_from_slice(rng.pick::<&[u8]>(&[&b"\n"[..], b"\r\n", b"\r", b"\n\n"]));
     }
     out
 }
@@ -482,8 +496,16 @@ fn gen_result(rng: &mut Rng) -> Vec<u8> {
     if rng.one_in(2) {
         let mut reqs = Map::new();
         for i in 0..rng.below(4) {
-            let method = *rng.pick(&["elicitation/create", "sampling/createMessage", "roots/list", "ping"]);
-            reqs.insert(format!("k{i}"), json!({"method": method, "params": value_from(rng, 2)}));
+            let method = *rng.pick(&[
+                "elicitation/create",
+                "sampling/createMessage",
+                "roots/list",
+                "ping",
+            ]);
+            reqs.insert(
+                format!("k{i}"),
+                json!({"method": method, "params": value_from(rng, 2)}),
+            );
         }
         m.insert("inputRequests".into(), Value::Object(reqs));
     }

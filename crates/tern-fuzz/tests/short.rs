@@ -51,6 +51,10 @@ fn client_result() {
 #[test]
 fn every_target_has_a_corpus() {
     for t in tern_fuzz::TARGETS {
-        assert!(!tern_fuzz::corpus(t.name).is_empty(), "{} has no corpus", t.name);
+        assert!(
+            !tern_fuzz::corpus(t.name).is_empty(),
+            "{} has no corpus",
+            t.name
+        );
     }
 }

@@ -298,13 +298,15 @@ fn default_krate() -> String {
             .and_then(|t| t.parse::<toml::Table>().ok())
             .unwrap_or_default();
         let named = |wanted: &str| -> Option<String> {
-            ["dependencies", "dev-dependencies"].iter().find_map(|section| {
-                let deps = manifest.get(*section)?.as_table()?;
-                deps.iter().find_map(|(key, spec)| {
-                    let package = spec.get("package").and_then(toml::Value::as_str);
-                    (package.unwrap_or(key) == wanted).then(|| key.replace('-', "_"))
+            ["dependencies", "dev-dependencies"]
+                .iter()
+                .find_map(|section| {
+                    let deps = manifest.get(*section)?.as_table()?;
+                    deps.iter().find_map(|(key, spec)| {
+                        let package = spec.get("package").and_then(toml::Value::as_str);
+                        (package.unwrap_or(key) == wanted).then(|| key.replace('-', "_"))
+                    })
                 })
-            })
         };
         match (named("tern-server"), named("tern")) {
             (Some(k), _) => format!("::{k}"),

@@ -153,7 +153,13 @@ mod tests {
         // MRTR-S4, MRTR-S-A3: an empty map counts as absent.
         assert!(input_required(FlowMethod::ToolsCall, Some(Map::new()), None, None).is_err());
         assert!(input_required(FlowMethod::ToolsCall, None, None, None).is_err());
-        let r = input_required(FlowMethod::ToolsCall, Some(Map::new()), Some("s".into()), None).unwrap();
+        let r = input_required(
+            FlowMethod::ToolsCall,
+            Some(Map::new()),
+            Some("s".into()),
+            None,
+        )
+        .unwrap();
         assert_eq!(
             Value::Object(r),
             json!({"resultType": "input_required", "requestState": "s"})

@@ -468,13 +468,19 @@ fn parse_sampling(key: &str, request: &Value, answer: &Value) -> Result<Sampled,
                 if !b.get("id").is_some_and(Value::is_string)
                     || !b.get("input").is_some_and(Value::is_object)
                 {
-                    return Err(malformed(key, "a tool_use block needs an id and an input object"));
+                    return Err(malformed(
+                        key,
+                        "a tool_use block needs an id and an input object",
+                    ));
                 }
                 tool_uses += 1;
             }
             // SAMP-3: tool results come from the user, never the model.
             Some("tool_result") => {
-                return Err(malformed(key, "an assistant reply cannot carry tool_result"));
+                return Err(malformed(
+                    key,
+                    "an assistant reply cannot carry tool_result",
+                ));
             }
             _ => {
                 return Err(malformed(

@@ -221,9 +221,7 @@ impl ServerBuilder {
             return Err(BuildError::new("max_rounds must be at least 1"));
         }
         if self.config.state_ttl > Duration::from_secs(3600) || self.config.state_ttl.is_zero() {
-            return Err(BuildError::new(
-                "state_ttl must be between 1 s and 3600 s",
-            ));
+            return Err(BuildError::new("state_ttl must be between 1 s and 3600 s"));
         }
         let keys = match self.keys {
             Some(k) => k,

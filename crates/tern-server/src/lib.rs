@@ -46,6 +46,8 @@ mod state;
 pub use ask::{
     Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
 };
+pub use builder::{BuildError, ServerBuilder};
+pub use config::Config;
 pub use content::{Content, PromptResult, ResourceResult, ToolResult};
 pub use extract::{
     Args, Authenticated, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed,
@@ -54,12 +56,10 @@ pub use extract::{
 pub use form::{ElicitForm, check_form_schema};
 pub use form_field::{FormEnum, FormField};
 pub use handler::{BoxFuture, Handler};
+pub use metrics::Metrics;
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
-pub use builder::{BuildError, ServerBuilder};
-pub use config::Config;
-pub use metrics::Metrics;
 pub use server::{Authorize, Reply, Server};
 pub use single_use::SingleUse;
 pub use tern_macros::{ElicitEnum, ElicitForm};

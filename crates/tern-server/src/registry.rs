@@ -379,7 +379,11 @@ impl Registry {
         let prompts = self.prompts.iter().map(|p| p.limits);
         let resources = self.resources.iter().map(|r| r.limits);
         let templates = self.templates.iter().map(|t| t.limits);
-        tools.chain(prompts).chain(resources).chain(templates).collect()
+        tools
+            .chain(prompts)
+            .chain(resources)
+            .chain(templates)
+            .collect()
     }
 
     pub(crate) fn add_tool(&mut self, def: ToolDef) {

@@ -61,6 +61,10 @@ pub(crate) struct Resume {
 }
 
 /// What opening a flow request gave.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per request and unpacked at once; a box would allocate on every call"
+)]
 pub(crate) enum Opened {
     /// Run the handler.
     Run(Resume),
@@ -272,7 +276,12 @@ impl Resume {
         let bytes = serde_json::to_vec(result).unwrap_or_default();
         let key = ConsumeKey::for_flow(&self.fid, "result");
         let ttl = server.config().marker_ttl();
-        if let Err(e) = server.inner.replay.put_result(key, self.pfp, bytes, ttl).await {
+        if let Err(e) = server
+            .inner
+            .replay
+            .put_result(key, self.pfp, bytes, ttl)
+            .await
+        {
             // The effect happened; only the replay convenience is lost.
             tracing::warn!(error = %e, "could not keep the result for replays");
         }

@@ -153,9 +153,8 @@ impl Server {
     /// also in the log and counted in [`Metrics::failed`].
     pub async fn handle(&self, inbound: Inbound, sink: Sink) -> Reply {
         let limits = &self.inner.config.limits;
-        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            decode_message(&inbound.body, limits)
-        }));
+        let decoded =
+            std::panic::catch_unwind(AssertUnwindSafe(|| decode_message(&inbound.body, limits)));
         let req = match decoded {
             Ok(Ok(Message::Request(r))) => r,
             // BASE-6: notifications get no answer; on HTTP a 202.
@@ -243,7 +242,10 @@ impl Server {
         reg: &Registry,
     ) -> Result<Option<Map<String, Value>>, McpError> {
         let route = self.route(&a, flow, headers, reg)?;
-        let mut resume = match self.open_flow(&mut a, flow, &principal, route.limits).await? {
+        let mut resume = match self
+            .open_flow(&mut a, flow, &principal, route.limits)
+            .await?
+        {
             Opened::Run(r) => r,
             Opened::Replayed(kept) => return Ok(Some(kept)),
         };
@@ -423,7 +425,10 @@ impl Server {
 
 /// A short random id naming one failure's log line.
 fn correlation_id() -> String {
-    random_bytes::<8>().iter().map(|b| format!("{b:02x}")).collect()
+    random_bytes::<8>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn requests_map(p: &Pending) -> Option<Map<String, Value>> {

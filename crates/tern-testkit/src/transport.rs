@@ -184,4 +184,3 @@ impl Transport for Scripted {
         self.mirrors
     }
 }
-

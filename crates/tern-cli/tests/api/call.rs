@@ -2,8 +2,6 @@
 //! operation of the reference workload, answered with `--answers` and
 //! `--yes` as a script would.
 
-
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 

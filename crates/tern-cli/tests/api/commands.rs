@@ -1,7 +1,5 @@
 //! `tern demo` without a terminal, and `tern serve` failing clearly.
 
-
-
 use std::process::Command;
 
 use super::common::{Run, run, tern_bin};

@@ -1,8 +1,6 @@
 //! `tern call` in a pseudo-terminal, driven keystroke by keystroke as a
 //! person would: approve the deploy form, then decline a redemption.
 
-
-
 use std::process::Command;
 
 use super::common::{Server, tern_bin};

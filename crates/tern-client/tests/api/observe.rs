@@ -43,7 +43,10 @@ fn record(log: &Arc<Mutex<Vec<String>>>) -> CallOptions {
                 request_state.is_some()
             ),
             RoundEvent::Answered { round, responses } => {
-                format!("answered {round} {:?}", responses.keys().collect::<Vec<_>>())
+                format!(
+                    "answered {round} {:?}",
+                    responses.keys().collect::<Vec<_>>()
+                )
             }
             RoundEvent::Complete { round } => format!("complete {round}"),
             _ => "other".into(),
@@ -89,7 +92,10 @@ async fn the_call_s_round_limit_applies_on_resume_too() {
         .pending()
         .unwrap();
     let answers = client.answer(&pending).await.unwrap();
-    let e = client.resume_with(pending, answers, &opts).await.unwrap_err();
+    let e = client
+        .resume_with(pending, answers, &opts)
+        .await
+        .unwrap_err();
     assert!(e.is_round_limit(), "{e}");
 }
 
@@ -115,10 +121,7 @@ async fn a_cancelled_token_stops_a_resume() {
 #[tokio::test]
 async fn a_panicking_provider_ends_its_call_with_an_error() {
     let client = Client::builder(server()).provider(Panicky).build();
-    let e = client
-        .call_tool("greet", obj(json!({})))
-        .await
-        .unwrap_err();
+    let e = client.call_tool("greet", obj(json!({}))).await.unwrap_err();
     assert!(e.is_refused(), "{e}");
     assert!(e.to_string().contains("user_name"), "{e}");
     // The client (and the task) are still usable.

@@ -4,7 +4,11 @@
 
 use std::process::ExitCode;
 
-#[expect(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
+#[expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool"
+)]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| -> Option<u64> {

@@ -344,9 +344,13 @@ async fn a_non_ascii_root_and_a_panicking_handler_get_json_rpc_errors() {
         .tool("hello", "says hello", hello)
         .build()
         .unwrap();
-    let (addr, _task) = spawn("127.0.0.1:0".parse().unwrap(), server, HttpOptions::default())
-        .await
-        .unwrap();
+    let (addr, _task) = spawn(
+        "127.0.0.1:0".parse().unwrap(),
+        server,
+        HttpOptions::default(),
+    )
+    .await
+    .unwrap();
     let first = with_roots("tools/call", json!({"name": "roots"}));
     let (status, r) = json_of(
         post(addr, "tools/call", Some("roots"))

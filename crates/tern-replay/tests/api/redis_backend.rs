@@ -44,7 +44,9 @@ impl Fixture for Redis {
     type Store = RedisReplayStore;
 
     async fn start() -> Self {
-        Self { server: server(&[]) }
+        Self {
+            server: server(&[]),
+        }
     }
 
     async fn handle(&self) -> RedisReplayStore {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 use tern_proto::McpError;
-use tern_types::methods::Method;
 use tern_server::{Ask, Either, Error, Need, OneOf, Server, ToolResult};
+use tern_types::methods::Method;
 
 use super::support::*;
 

@@ -4,13 +4,13 @@
 //! (SECURITY.md §3.5, §3.8).
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tern_proto::McpError;
 use tern_seal::{KeyRing, MemoryReplayStore};
 use tern_server::{
     Ask, CallContext, Error, FromCall, Need, Outcome, PromptDef, PromptResult, ResourceDef,
     ResourceResult, Server, TemplateDef, ToolDef, ToolResult,
 };
-use std::sync::Arc;
 
 use super::support::*;
 
@@ -89,8 +89,12 @@ async fn answer(h: &Harness, tool: &str, key: &str, answer: Value) -> (u16, Valu
     assert_eq!(r["resultType"], "input_required", "{r}");
     let mut responses = serde_json::Map::new();
     responses.insert(key.to_owned(), answer);
-    h.send(&retry(&first, Some(&r["requestState"]), Value::Object(responses)))
-        .await
+    h.send(&retry(
+        &first,
+        Some(&r["requestState"]),
+        Value::Object(responses),
+    ))
+    .await
 }
 
 #[tokio::test]
@@ -150,7 +154,8 @@ async fn a_sampling_answer_must_fit_the_request_that_asked() {
     );
     // With tools offered: a tool_use of an offered tool is coherent, one of
     // another tool is not.
-    let used = json!({"role": "assistant", "model": "m", "stopReason": "toolUse", "content": tool_use});
+    let used =
+        json!({"role": "assistant", "model": "m", "stopReason": "toolUse", "content": tool_use});
     assert_eq!(
         text(result(&answer(&h, "tool_sample", "q", used).await)),
         "Some(\"toolUse\")"
@@ -177,10 +182,19 @@ async fn a_panic_answers_its_request_alone_and_serving_goes_on() {
         assert_eq!(reply.0, 200);
         assert_eq!(reply.1["id"], 1, "the same id: {}", reply.1);
         let (code, e) = error(&reply);
-        assert_eq!((code, e["message"].as_str()), (-32603, Some("Internal error")));
+        assert_eq!(
+            (code, e["message"].as_str()),
+            (-32603, Some("Internal error"))
+        );
         let cid = e["data"]["correlationId"].as_str().unwrap();
-        assert!(cid.len() == 16 && cid.bytes().all(|b| b.is_ascii_hexdigit()), "{e}");
-        assert!(!e.to_string().contains("bug"), "no panic text on the wire: {e}");
+        assert!(
+            cid.len() == 16 && cid.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{e}"
+        );
+        assert!(
+            !e.to_string().contains("bug"),
+            "no panic text on the wire: {e}"
+        );
         assert_eq!(h.server.metrics().failed("panic"), n);
         assert_eq!(
             text(result(&h.send(&call("echo", json!({}), json!({}))).await)),
@@ -194,13 +208,19 @@ async fn internal_detail_stays_in_the_log() {
     // SECURITY.md §3.5: the peer gets -32603 "Internal error" and an id.
     let h = harness();
     let (code, e) = error(&h.send(&call("internal", json!({}), json!({}))).await);
-    assert_eq!((code, e["message"].as_str()), (-32603, Some("Internal error")));
+    assert_eq!(
+        (code, e["message"].as_str()),
+        (-32603, Some("Internal error"))
+    );
     assert!(e["data"]["correlationId"].is_string(), "{e}");
     assert!(!e.to_string().contains("hunter2"), "{e}");
     let get = json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
                      "params": {"_meta": meta(json!({})), "name": "failing"}});
     let (code, e) = error(&h.send(&get).await);
-    assert_eq!((code, e["message"].as_str()), (-32603, Some("Internal error")));
+    assert_eq!(
+        (code, e["message"].as_str()),
+        (-32603, Some("Internal error"))
+    );
     assert!(!e.to_string().contains("secret"), "{e}");
     assert_eq!(h.server.metrics().failed("internal"), 2);
 }
@@ -245,14 +265,20 @@ fn a_single_use_route_added_at_run_time_passes_the_same_guards() {
         .replay_store(Arc::new(MemoryReplayStore::new()))
         .build()
         .unwrap();
-    assert!(server
-        .add_prompt(PromptDef::new("p", "p", prompt).single_use())
-        .is_err());
-    assert!(server
-        .add_tool(ToolDef::new("t", "t", echo).idempotent())
-        .is_err());
-    assert!(server
-        .add_resource_template(TemplateDef::new("r://{id}", "x", resource).single_use())
-        .is_err());
+    assert!(
+        server
+            .add_prompt(PromptDef::new("p", "p", prompt).single_use())
+            .is_err()
+    );
+    assert!(
+        server
+            .add_tool(ToolDef::new("t", "t", echo).idempotent())
+            .is_err()
+    );
+    assert!(
+        server
+            .add_resource_template(TemplateDef::new("r://{id}", "x", resource).single_use())
+            .is_err()
+    );
     server.add_prompt(PromptDef::new("p", "p", prompt)).unwrap();
 }

@@ -67,6 +67,4 @@ impl Harness {
     }
 }
 
-pub(crate) use tern_testkit::request::{
-    accept, all_caps, call, error, meta, result, retry, text,
-};
+pub(crate) use tern_testkit::request::{accept, all_caps, call, error, meta, result, retry, text};
