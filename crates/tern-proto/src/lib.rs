@@ -13,9 +13,11 @@
 //! - [`McpError`]: the one mapping from failures to JSON-RPC codes and HTTP
 //!   statuses.
 //! - [`headers`]: `Mcp-Name`/`Mcp-Param-*` value encoding.
+//! - [`era`]: which era a message belongs to (COMPAT-S1).
 
 pub mod accept;
 pub mod decode;
+pub mod era;
 pub mod finish;
 pub mod headers;
 

@@ -25,6 +25,7 @@ mod discover;
 mod elicitation;
 mod error;
 mod jsonrpc;
+pub mod legacy;
 mod logging;
 mod meta;
 pub mod methods;

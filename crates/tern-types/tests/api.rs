@@ -3,6 +3,7 @@
 mod api {
     mod capabilities;
     mod examples;
+    mod legacy;
     mod mrtr;
     mod outcome;
     mod schema;

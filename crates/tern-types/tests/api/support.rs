@@ -36,23 +36,50 @@ pub(crate) fn spec_dir() -> PathBuf {
 
 fn defs() -> &'static Value {
     static DEFS: OnceLock<Value> = OnceLock::new();
-    DEFS.get_or_init(|| {
-        let path = spec_dir().join("schema.json");
+    DEFS.get_or_init(|| load_defs(&spec_dir()))
+}
+
+/// `shared/spec/2025-11-25`, the legacy revision's schema.
+pub(crate) fn legacy_spec_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2025-11-25")
+}
+
+fn legacy_defs() -> &'static Value {
+    static DEFS: OnceLock<Value> = OnceLock::new();
+    DEFS.get_or_init(|| load_defs(&legacy_spec_dir()))
+}
+
+fn load_defs(dir: &std::path::Path) -> Value {
+    {
+        let path = dir.join("schema.json");
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
         let schema: Value = serde_json::from_str(&text).expect("schema.json is JSON");
         schema["$defs"].clone()
-    })
+    }
 }
 
 /// The errors of `instance` against `$defs/<def>`, empty when it validates.
 /// The root schema embeds the `$defs` and references into them, so nothing
 /// is resolved over the network.
 pub(crate) fn schema_errors(def: &str, instance: &Value) -> Vec<String> {
-    assert!(defs().get(def).is_some(), "schema.json has no $defs/{def}");
+    errors_against(defs(), def, instance)
+}
+
+/// Panics unless `instance` validates against the 2025-11-25 `$defs/<def>`.
+pub(crate) fn assert_legacy_valid(def: &str, instance: &Value) {
+    let errors = errors_against(legacy_defs(), def, instance);
+    assert!(
+        errors.is_empty(),
+        "{def} (2025-11-25) does not validate: {errors:#?}\ninstance: {instance:#}"
+    );
+}
+
+fn errors_against(defs: &Value, def: &str, instance: &Value) -> Vec<String> {
+    assert!(defs.get(def).is_some(), "schema.json has no $defs/{def}");
     let root = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$defs": defs(),
+        "$defs": defs,
         "$ref": format!("#/$defs/{def}"),
     });
     let validator = jsonschema::validator_for(&root)
