@@ -269,8 +269,56 @@ struct ElicitationArgs {
 }
 
 async fn legacy_elicitation(ask: Ask, Args(a): Args<ElicitationArgs>) -> Result<ToolResult, Error> {
-    let answer = ask.form::<MessageForm>("elicitation", &a.message)?;
-    elicited_text(answer, |f| f.response)
+    let schema = json!({"type": "object", "properties": {
+        "username": {"type": "string", "description": "Your user name"},
+        "email": {"type": "string", "format": "email", "description": "Your email address"}
+    }, "required": ["username", "email"]});
+    let answer = ask.all(Need::form_schema("elicitation", &a.message, schema))?;
+    Ok(elicitation_completed(answer))
+}
+
+/// SEP-1034: a default for every primitive type.
+async fn elicitation_defaults(ask: Ask) -> Result<ToolResult, Error> {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": true}
+    }});
+    let answer = ask.all(Need::form_schema("defaults", "Check these values", schema))?;
+    Ok(elicitation_completed(answer))
+}
+
+/// SEP-1330: all five enum shapes.
+async fn elicitation_enums(ask: Ask) -> Result<ToolResult, Error> {
+    let schema = json!({"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"},
+            {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"},
+            {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"}]}}
+    }});
+    let answer = ask.all(Need::form_schema("enums", "Pick options", schema))?;
+    Ok(elicitation_completed(answer))
+}
+
+fn elicitation_completed(answer: Elicited<serde_json::Map<String, Value>>) -> ToolResult {
+    let (action, content) = match answer {
+        Elicited::Accepted(m) => ("accept", Value::Object(m)),
+        Elicited::Declined => ("decline", Value::Null),
+        Elicited::Cancelled => ("cancel", Value::Null),
+    };
+    ToolResult::text(format!(
+        "Elicitation completed: action={action}, content={content}"
+    ))
 }
 
 async fn simple_prompt() -> PromptResult {
@@ -507,6 +555,16 @@ pub fn server() -> ServerBuilder {
             "test_elicitation",
             "Elicits an answer to the given message",
             legacy_elicitation,
+        )
+        .tool(
+            "test_elicitation_sep1034_defaults",
+            "Elicits a form with a default for every primitive type",
+            elicitation_defaults,
+        )
+        .tool(
+            "test_elicitation_sep1330_enums",
+            "Elicits a form with every enum shape",
+            elicitation_enums,
         )
         .prompt(PromptDef::new(
             "test_simple_prompt",

@@ -1,8 +1,9 @@
 //! Serving a Tern server over Streamable HTTP (DIGEST §7.3).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -13,12 +14,16 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::{Bytes, BytesMut};
+use tern_proto::decode::{Message, decode_message};
+use tern_proto::era::era_of;
 use tern_proto::finish::encode_error;
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
-use tern_server::{Reply, Server, Sink};
+use tern_server::{Reply, Server, Session, Sink};
+use tern_types::legacy::Era;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// Why a request was refused before it reached the server: 401 with a
 /// `WWW-Authenticate` challenge, or 403 (DIGEST §8).
@@ -75,6 +80,11 @@ pub struct HttpOptions {
     pub allow_loopback_origins: bool,
     /// How often a listen stream sends an SSE comment to stay alive.
     pub keep_alive: Duration,
+    /// The most legacy (2025-11-25) sessions open at once; an `initialize`
+    /// beyond it gets 503 (default 1024).
+    pub max_sessions: usize,
+    /// A legacy session unused this long is forgotten (default 1 h).
+    pub session_ttl: Duration,
 }
 
 impl Default for HttpOptions {
@@ -85,6 +95,8 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             allow_loopback_origins: true,
             keep_alive: Duration::from_secs(15),
+            max_sessions: 1024,
+            session_ttl: Duration::from_secs(3600),
         }
     }
 }
@@ -93,18 +105,142 @@ struct App {
     server: Server,
     options: HttpOptions,
     auth: Arc<dyn Authenticate>,
+    sessions: Mutex<HashMap<String, HttpSession>>,
 }
 
-/// The axum router serving `server` at `options.path`. `GET` and `DELETE`
-/// get 405 (COMPAT-S3): this revision has no sessions and no GET stream.
+/// A legacy session as this endpoint keeps it: bound to the principal that
+/// opened it (another principal presenting its id gets 404).
+struct HttpSession {
+    session: Session,
+    owner: Principal,
+    last_used: Instant,
+}
+
+/// The `Mcp-Session-Id` header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The axum router serving `server` at `options.path`. Modern requests are
+/// stateless; `GET` and `DELETE` without a session get 405 (COMPAT-S3). A
+/// legacy `initialize` opens an `Mcp-Session-Id` session (COMPAT-S1), whose
+/// `GET` is its server-to-client stream and whose `DELETE` ends it.
 pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>) -> Router {
     let path = options.path.clone();
     let app = Arc::new(App {
         server,
         options,
         auth,
+        sessions: Mutex::default(),
     });
-    Router::new().route(&path, post(handle)).with_state(app)
+    Router::new()
+        .route(&path, post(handle).get(open_stream).delete(end_session))
+        .with_state(app)
+}
+
+impl App {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, HttpSession>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The session `id` names, if it is live and `principal` opened it.
+    fn find(&self, id: &str, principal: &Principal) -> Option<Session> {
+        let ttl = self.options.session_ttl;
+        let mut all = self.sessions();
+        all.retain(|_, s| s.last_used.elapsed() < ttl);
+        let s = all.get_mut(id)?;
+        if s.owner != *principal {
+            return None;
+        }
+        s.last_used = Instant::now();
+        Some(s.session.clone())
+    }
+
+    /// Keeps `session` under a fresh unguessable id, or refuses when full.
+    fn keep(&self, session: Session, owner: Principal) -> Option<String> {
+        let ttl = self.options.session_ttl;
+        let mut all = self.sessions();
+        all.retain(|_, s| s.last_used.elapsed() < ttl);
+        if all.len() >= self.options.max_sessions {
+            return None;
+        }
+        let id: String = self
+            .server
+            .new_connection_id()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        all.insert(
+            id.clone(),
+            HttpSession {
+                session,
+                owner,
+                last_used: Instant::now(),
+            },
+        );
+        Some(id)
+    }
+}
+
+fn session_not_found() -> Response {
+    error_response(
+        &McpError::InvalidRequest("Session not found".into()),
+        Some(StatusCode::NOT_FOUND),
+    )
+}
+
+/// The session a `GET` or `DELETE` names, or the response refusing it.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the response itself, built once and sent at once"
+)]
+fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Session), Response> {
+    let principal = app
+        .auth
+        .authenticate(headers)
+        .map_err(Refusal::into_response)?;
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        // COMPAT-S3: no session, no stream.
+        return Err(StatusCode::METHOD_NOT_ALLOWED.into_response());
+    };
+    match app.find(id, &principal) {
+        Some(s) => Ok((id.to_owned(), s)),
+        None => Err(session_not_found()),
+    }
+}
+
+/// `GET` with a session: its server-to-client stream, kept alive until the
+/// session ends or the client leaves.
+async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let (id, _session) = match named_session(&app, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(1);
+    let gone = Arc::clone(&app);
+    // The stream ends when the session does; the sender lives until then.
+    let watch = tokio::spawn(async move {
+        while gone.sessions().contains_key(&id) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        drop(tx);
+    });
+    let task = AbortOnDrop(Some(tokio::spawn(async move {
+        let _ = watch.await;
+        Reply::Closed
+    })));
+    sse_response(SseBody::streaming_empty(rx, task, app.options.keep_alive))
+}
+
+/// `DELETE` with a session ends it.
+async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    match named_session(&app, &headers) {
+        Ok((id, _)) => {
+            app.sessions().remove(&id);
+            StatusCode::OK.into_response()
+        }
+        Err(r) => r,
+    }
 }
 
 /// Serves `server` on `listener` until the task is dropped.
@@ -264,17 +400,50 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
         Ok(h) => h,
         Err(e) => return error_response(&e, None),
     };
+    // COMPAT-S1: a message in a legacy session, a legacy `initialize`
+    // opening one, or a modern request.
+    let named = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    let session = match named {
+        Some(id) => match app.find(id, &principal) {
+            Some(s) => Some(s),
+            None => return session_not_found(),
+        },
+        None => None,
+    };
+    let opening = session.is_none() && is_legacy_initialize(&body, &app.server);
+    let owner = principal.clone();
     let inbound = Inbound {
         body,
         headers: Some(mcp),
         principal,
     };
+    if opening {
+        let session = app.server.session();
+        let reply = app.server.handle_in(&session, inbound, Sink::none()).await;
+        if !session.is_open() {
+            return reply_response(reply);
+        }
+        let Some(id) = app.keep(session, owner) else {
+            return error_response(
+                &McpError::InvalidRequest("too many open sessions; try again later".into()),
+                Some(StatusCode::SERVICE_UNAVAILABLE),
+            );
+        };
+        let mut r = reply_response(reply);
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            r.headers_mut().insert(SESSION_HEADER, v);
+        }
+        return r;
+    }
     let sse = accepts_sse(&headers);
     let (tx, mut rx) = mpsc::channel::<Bytes>(32);
     let sink = if sse { Sink::new(tx) } else { Sink::none() };
     let server = app.server.clone();
     let mut task = AbortOnDrop(Some(tokio::spawn(async move {
-        server.handle(inbound, sink).await
+        match session {
+            Some(s) => server.handle_in(&s, inbound, sink).await,
+            None => server.handle(inbound, sink).await,
+        }
     })));
     let first = tokio::select! {
         biased;
@@ -293,6 +462,14 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
         Some(n) = rx.recv() => n,
     };
     sse_response(SseBody::streaming(first, rx, task, app.options.keep_alive))
+}
+
+/// Whether `body` is an `initialize` of the legacy shape (COMPAT-S1).
+fn is_legacy_initialize(body: &[u8], server: &Server) -> bool {
+    match decode_message(body, &server.config().limits) {
+        Ok(Message::Request(req)) => era_of(&req, false) == Era::Legacy,
+        _ => false,
+    }
 }
 
 fn reply_response(reply: Reply) -> Response {
@@ -363,6 +540,20 @@ impl SseBody {
         interval.reset();
         SseBody {
             queued: [first].into(),
+            rx: Some(rx),
+            task,
+            last: None,
+            keep_alive: interval,
+            done: false,
+        }
+    }
+
+    /// A stream with nothing to send yet: a session's `GET` stream.
+    fn streaming_empty(rx: mpsc::Receiver<Bytes>, task: AbortOnDrop, keep_alive: Duration) -> Self {
+        let mut interval = tokio::time::interval(keep_alive);
+        interval.reset();
+        SseBody {
+            queued: std::collections::VecDeque::new(),
             rx: Some(rx),
             task,
             last: None,

@@ -77,6 +77,28 @@ impl Accepted {
 }
 
 impl Envelope {
+    /// A request inside a legacy session (COMPAT-S1): the session, not the
+    /// request, carries the version, capabilities and identity the
+    /// `initialize` handshake fixed, so they come in as `meta`; the request's
+    /// own `_meta` keeps only its progress token and extension keys.
+    pub fn in_session(req: Request, mut meta: RequestMeta) -> Envelope {
+        let params = req.params.unwrap_or_default();
+        if let Some(Value::Object(own)) = params.get("_meta") {
+            meta.progress_token = match own.get(meta_keys::PROGRESS_TOKEN) {
+                Some(v @ Value::String(_)) => Some(v.clone()),
+                Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),
+                _ => None,
+            };
+            meta.raw = own.clone();
+        }
+        Envelope {
+            id: req.id,
+            method: req.method,
+            params,
+            meta,
+        }
+    }
+
     /// The request id.
     pub fn id(&self) -> &RequestId {
         &self.id

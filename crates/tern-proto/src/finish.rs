@@ -103,6 +103,25 @@ pub fn encode_notification<P: Serialize>(method: &str, params: &P) -> Bytes {
     })
 }
 
+#[derive(Serialize)]
+struct RequestOut<'a, P> {
+    jsonrpc: JsonRpcVersion,
+    id: &'a RequestId,
+    method: &'a str,
+    params: &'a P,
+}
+
+/// Encodes a request on one line: the server-initiated requests of a legacy
+/// session (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+pub fn encode_request<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Bytes {
+    to_bytes(&RequestOut {
+        jsonrpc: JsonRpcVersion,
+        id,
+        method,
+        params,
+    })
+}
+
 fn to_bytes<T: Serialize>(value: &T) -> Bytes {
     // serde_json's compact writer never emits a newline, so every message
     // fits on one line (STDIO-2, HTTP-S7). Serialising plain data into a Vec

@@ -32,6 +32,7 @@ mod extract;
 mod form;
 mod form_field;
 mod handler;
+mod legacy;
 mod lists;
 mod metrics;
 mod notify;
@@ -56,6 +57,7 @@ pub use extract::{
 pub use form::{ElicitForm, check_form_schema};
 pub use form_field::{FormEnum, FormField};
 pub use handler::{BoxFuture, Handler};
+pub use legacy::Session;
 pub use metrics::Metrics;
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};

@@ -138,7 +138,7 @@ impl Server {
 }
 
 /// What this server offers, from what is registered.
-fn capabilities(reg: &Registry) -> Value {
+pub(crate) fn capabilities(reg: &Registry) -> Value {
     let mut caps = Map::new();
     if !reg.tools.is_empty() {
         caps.insert("tools".into(), json!({"listChanged": true}));

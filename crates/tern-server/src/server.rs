@@ -12,10 +12,9 @@ use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use tern_proto::accept::{Accepted, accept_request, method_not_found};
 use tern_proto::decode::{Message, decode_message};
-use tern_proto::finish::{encode_error, encode_result, input_required, stamp_complete};
+use tern_proto::finish::{encode_result, input_required, stamp_complete};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{Deployment, KeyRing, ReplayStore, check_deployment, random_bytes};
-use tern_types::RequestId;
 use tern_types::methods::{FlowMethod, Method};
 use tokio::sync::broadcast;
 
@@ -47,15 +46,6 @@ pub enum Reply {
     Accepted,
     /// The request ended without a response (its stream was closed).
     Closed,
-}
-
-impl Reply {
-    fn error(id: Option<RequestId>, e: &McpError) -> Self {
-        Reply::Message {
-            status: e.http_status(),
-            body: encode_error(id, e),
-        }
-    }
 }
 
 /// Decides whether a principal may make a request; runs on every round
@@ -155,17 +145,27 @@ impl Server {
         let limits = &self.inner.config.limits;
         let decoded =
             std::panic::catch_unwind(AssertUnwindSafe(|| decode_message(&inbound.body, limits)));
-        let req = match decoded {
-            Ok(Ok(Message::Request(r))) => r,
+        match decoded {
+            Ok(Ok(Message::Request(r))) => self.handle_request(r, inbound, sink).await,
             // BASE-6: notifications get no answer; on HTTP a 202.
-            Ok(Ok(Message::Notification(_))) => return Reply::Accepted,
+            Ok(Ok(Message::Notification(_))) => Reply::Accepted,
+            // Without a session nothing was asked of the client.
             Ok(Ok(Message::Result(_) | Message::Error(_))) => {
                 let e = McpError::InvalidRequest("clients never send responses".into());
-                return Reply::error(None, &e);
+                Reply::error_for(None, &e)
             }
-            Ok(Err(e)) => return Reply::error(e.id, &e.error),
-            Err(panic) => return Reply::error(None, &self.panicked(panic.as_ref())),
-        };
+            Ok(Err(e)) => Reply::error_for(e.id, &e.error),
+            Err(panic) => Reply::error_for(None, &self.panicked(panic.as_ref())),
+        }
+    }
+
+    /// One decoded modern request, inside the panic boundary.
+    pub(crate) async fn handle_request(
+        &self,
+        req: tern_types::Request,
+        inbound: Inbound,
+        sink: Sink,
+    ) -> Reply {
         let id = req.id.clone();
         let headers = inbound.headers.as_ref();
         let run = self.serve(req, headers, inbound.principal, sink);
@@ -175,8 +175,8 @@ impl Server {
                 body: encode_result(&id, &result),
             },
             Ok(Ok(None)) => Reply::Closed,
-            Ok(Err(e)) => Reply::error(Some(id), &self.reported(e)),
-            Err(panic) => Reply::error(Some(id), &self.panicked(panic.as_ref())),
+            Ok(Err(e)) => Reply::error_for(Some(id), &self.reported(e)),
+            Err(panic) => Reply::error_for(Some(id), &self.panicked(panic.as_ref())),
         }
     }
 
@@ -290,7 +290,7 @@ impl Server {
     }
 
     /// `completion/complete`: one round, never input.
-    async fn run_simple(
+    pub(crate) async fn run_simple(
         &self,
         handler: Arc<dyn ErasedHandler>,
         a: Accepted,
@@ -332,7 +332,7 @@ impl Server {
 
     /// An internal error's detail goes to the log under a correlation id;
     /// the peer gets the generic -32603 with that id (SECURITY.md §3.5).
-    fn reported(&self, e: McpError) -> McpError {
+    pub(crate) fn reported(&self, e: McpError) -> McpError {
         match e {
             McpError::Internal(detail) => {
                 let correlation_id = correlation_id();
@@ -344,7 +344,7 @@ impl Server {
         }
     }
 
-    fn panicked(&self, panic: &(dyn Any + Send)) -> McpError {
+    pub(crate) fn panicked(&self, panic: &(dyn Any + Send)) -> McpError {
         let detail = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())

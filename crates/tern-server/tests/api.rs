@@ -7,6 +7,7 @@ mod api {
     mod form_derive;
     mod gates;
     mod hardening;
+    mod legacy;
     mod methods;
     mod single_use;
     mod state;

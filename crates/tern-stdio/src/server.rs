@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use tern_proto::decode::{Message, decode_message};
 use tern_proto::finish::{encode_error, encode_result, stamp_complete};
 use tern_proto::{Inbound, McpError, Principal};
-use tern_server::{Reply, Server, Sink};
+use tern_server::{Reply, Server, Session, Sink};
 use tern_types::{RequestId, meta_keys};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
@@ -98,8 +98,12 @@ where
     };
     let (out, rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
     let mut writer_task = tokio::spawn(write_frames(writer, rx));
+    // STDIO: the connection is the legacy session, if `initialize` opens
+    // one (COMPAT-S1).
+    let session = server.session();
     let mut conn = Conn {
         server,
+        session,
         principal,
         out,
         flights: Arc::new(Flights::default()),
@@ -385,6 +389,7 @@ impl Drop for Deregister {
 /// The reader side of one connection.
 struct Conn {
     server: Server,
+    session: Session,
     principal: Principal,
     out: mpsc::Sender<Bytes>,
     flights: Arc<Flights>,
@@ -426,10 +431,14 @@ impl Conn {
             Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => {
                 self.cancel(n.params.as_ref());
             }
-            // Other notifications and stray responses: the server decides
-            // (BASE-6, BASE-7); only a refusal is written.
+            // Other notifications and responses (to the server's own
+            // requests in a legacy session): the server decides (BASE-6,
+            // BASE-7); only a refusal is written.
             Ok(_) => {
-                let reply = self.server.handle(self.inbound(body), Sink::none()).await;
+                let reply = self
+                    .server
+                    .handle_in(&self.session, self.inbound(body), Sink::none())
+                    .await;
                 if let Reply::Message { body, .. } = reply {
                     self.send(body).await;
                 }
@@ -459,6 +468,7 @@ impl Conn {
         let gate = Arc::new(Gate::default());
         let inbound = self.inbound(body);
         let server = self.server.clone();
+        let session = self.session.clone();
         let out = self.out.clone();
         let task_gate = gate.clone();
         let guard = Deregister {
@@ -471,7 +481,7 @@ impl Conn {
         let mut table = self.flights.lock();
         let handle = tokio::spawn(async move {
             let _guard = guard;
-            run_request(server, inbound, out, task_gate).await;
+            run_request(server, session, inbound, out, task_gate).await;
         });
         table.entry(id).or_default().push(Flight {
             seq,
@@ -512,9 +522,15 @@ impl Conn {
 
 /// Runs one request: forwards its notifications as they come, then the
 /// response (PROG-S4, LOG-S3: request notifications precede the response).
-async fn run_request(server: Server, inbound: Inbound, out: mpsc::Sender<Bytes>, gate: Arc<Gate>) {
+async fn run_request(
+    server: Server,
+    session: Session,
+    inbound: Inbound,
+    out: mpsc::Sender<Bytes>,
+    gate: Arc<Gate>,
+) {
     let (tx, mut rx) = mpsc::channel::<Bytes>(SINK_QUEUE);
-    let handle = server.handle(inbound, Sink::new(tx));
+    let handle = server.handle_in(&session, inbound, Sink::new(tx));
     tokio::pin!(handle);
     let reply = loop {
         tokio::select! {

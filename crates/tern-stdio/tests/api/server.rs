@@ -506,3 +506,49 @@ async fn a_panicking_handler_gets_internal_error_and_serving_goes_on() {
     let (status, _) = f.close(PATIENCE).await;
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn a_legacy_client_initializes_and_answers_an_elicitation_over_the_connection() {
+    // COMPAT-S1 on stdio: the connection is the session; the Ask round
+    // goes out as an `elicitation/create` request on it.
+    let mut f = Fixture::spawn(&[]);
+    f.send(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "legacy", "version": "1"}}}),
+    )
+    .await;
+    let init = f.next().await;
+    assert_eq!(init["id"], 0, "{init}");
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "stdio-fixture");
+    f.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    f.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .await;
+    assert_eq!(
+        f.next().await,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}})
+    );
+    f.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "ask_name", "arguments": {}}}))
+        .await;
+    let asked = f.next().await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["message"], "What is your name?");
+    f.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+                   "result": {"action": "accept", "content": {"name": "Ada"}}}))
+        .await;
+    let done = f.next().await;
+    assert_eq!(
+        done,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [{"type": "text", "text": "Hello, Ada!"}]}}),
+    );
+    // A modern request on the same connection is still served modern.
+    f.send(&call(json!(3), "echo", json!({"text": "modern"})))
+        .await;
+    assert_eq!(f.next().await, text_result(json!(3), "modern"));
+    let (status, _) = f.close(PATIENCE).await;
+    assert!(status.success());
+}
