@@ -30,6 +30,10 @@ pub struct Config {
     pub cache_ttl_ms: u64,
     /// `cacheScope` on cacheable results (default private, DIGEST §11 A19).
     pub cache_scope: CacheScope,
+    /// How long a legacy session's server-initiated request waits for the
+    /// client's answer before the call fails and the request is freed
+    /// (default 600 s, as long as a modern state lives).
+    pub client_answer_timeout: Duration,
 }
 
 impl Default for Config {
@@ -45,6 +49,7 @@ impl Default for Config {
             page_size: 100,
             cache_ttl_ms: 0,
             cache_scope: CacheScope::Private,
+            client_answer_timeout: Duration::from_secs(600),
         }
     }
 }

@@ -18,7 +18,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::{Map, Value, json};
@@ -43,10 +42,6 @@ use crate::notify::Sink;
 use crate::outcome::Outcome;
 use crate::registry::Registry;
 use crate::server::{Reply, Server};
-
-/// How long the server waits for the client to answer one server-initiated
-/// request before the call fails and its request is freed.
-pub(crate) const CLIENT_ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A legacy session: what `initialize` fixed, the resources subscribed to,
 /// and the server-initiated requests waiting for the client. Cheap to
@@ -481,36 +476,49 @@ impl Server {
             let (id, rx) = session.expect();
             if !sink.send(encode_request(&id, &method, &params)).await {
                 session.forget(&id);
+                for (_, _, earlier, _) in &waits {
+                    session.forget(earlier);
+                }
                 return Err(McpError::InvalidRequest(
                     "the client's stream closed before it could be asked".into(),
                 ));
             }
             waits.push((a.key.clone(), method, id, rx));
         }
-        let mut out = Map::new();
-        for (key, method, id, rx) in waits {
-            let Ok(Ok(answer)) = tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, rx).await else {
-                session.forget(&id);
-                return Err(McpError::InvalidRequest(format!(
-                    "the client did not answer {method} in time"
-                )));
-            };
-            match answer {
-                ClientAnswer::Result(r) => {
-                    out.insert(key, Value::Object(r));
-                }
-                ClientAnswer::Error(e) => {
-                    return Err(McpError::InvalidParams {
-                        message: format!(
-                            "the client refused {method}: {}",
-                            e["message"].as_str().unwrap_or("no reason given")
-                        ),
-                        data: Some(json!({"key": key})),
-                    });
+        let patience = self.config().client_answer_timeout;
+        let ids: Vec<RequestId> = waits.iter().map(|(_, _, id, _)| id.clone()).collect();
+        let answers = async {
+            let mut out = Map::new();
+            for (key, method, _id, rx) in waits {
+                let Ok(Ok(answer)) = tokio::time::timeout(patience, rx).await else {
+                    return Err(McpError::InvalidRequest(format!(
+                        "the client did not answer {method} in time"
+                    )));
+                };
+                match answer {
+                    ClientAnswer::Result(r) => {
+                        out.insert(key, Value::Object(r));
+                    }
+                    ClientAnswer::Error(e) => {
+                        return Err(McpError::InvalidParams {
+                            message: format!(
+                                "the client refused {method}: {}",
+                                e["message"].as_str().unwrap_or("no reason given")
+                            ),
+                            data: Some(json!({"key": key})),
+                        });
+                    }
                 }
             }
+            Ok(out)
+        };
+        let out = answers.await;
+        // However the round ended, nothing of it waits any more: a late
+        // answer is unsolicited.
+        for id in &ids {
+            session.forget(id);
         }
-        Ok(out)
+        out
     }
 }
 

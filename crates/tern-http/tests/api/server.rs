@@ -403,3 +403,140 @@ async fn a_non_ascii_root_and_a_panicking_handler_get_json_rpc_errors() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(ok["result"]["content"][0]["text"], "hello", "{ok}");
 }
+
+/// Principals by the `x-who` header, for the session-binding tests.
+struct ByHeader;
+
+impl tern_http::Authenticate for ByHeader {
+    fn authenticate(
+        &self,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Result<tern_proto::Principal, tern_http::Refusal> {
+        let who = headers
+            .get("x-who")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("nobody");
+        Ok(tern_proto::Principal::Static {
+            secret_id: who.to_owned(),
+        })
+    }
+}
+
+async fn start_sessions(max_sessions: usize) -> SocketAddr {
+    let server = Server::builder("t", "1")
+        .tool("hello", "says hello", hello)
+        .build()
+        .unwrap();
+    let options = HttpOptions {
+        max_sessions,
+        ..HttpOptions::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = tern_http::router(server, options, std::sync::Arc::new(ByHeader));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+fn legacy_post(addr: SocketAddr, who: &str, session: Option<&str>) -> reqwest::RequestBuilder {
+    let mut r = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("x-who", who);
+    if let Some(s) = session {
+        r = r
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    r
+}
+
+fn initialize() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_legacy_session_is_bound_to_its_principal_capped_and_ends_on_delete() {
+    let addr = start_sessions(2).await;
+    let r = legacy_post(addr, "alice", None)
+        .body(initialize())
+        .send()
+        .await
+        .unwrap();
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32, "an unguessable id: {id}");
+    let (status, init) = json_of(r).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let (status, tools) = json_of(
+        legacy_post(addr, "alice", Some(&id))
+            .body(list.clone())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tools["result"]["tools"][0]["name"], "hello", "{tools}");
+    // Another principal presenting the id, or an unknown id: 404.
+    for (who, sid) in [("mallory", id.as_str()), ("alice", "0123456789abcdef")] {
+        let r = legacy_post(addr, who, Some(sid))
+            .body(list.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{who} {sid}");
+    }
+    // A flood of sessions: the cap answers 503 and nothing else changes.
+    let second = legacy_post(addr, "bob", None)
+        .body(initialize())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), StatusCode::OK);
+    let third = legacy_post(addr, "carol", None)
+        .body(initialize())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(third.headers().get("mcp-session-id").is_none());
+    // GET and DELETE without a session stay 405 (COMPAT-S3).
+    let http = reqwest::Client::new();
+    let url = format!("http://{addr}/mcp");
+    assert_eq!(
+        http.get(&url).send().await.unwrap().status(),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+    assert_eq!(
+        http.delete(&url).send().await.unwrap().status(),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+    // DELETE by its owner ends the session; then it is gone.
+    let del = http
+        .delete(&url)
+        .header("mcp-session-id", &id)
+        .header("x-who", "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.status(), StatusCode::OK);
+    let after = legacy_post(addr, "alice", Some(&id))
+        .body(list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), StatusCode::NOT_FOUND);
+    // The freed place can be taken again.
+    let again = legacy_post(addr, "carol", None)
+        .body(initialize())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+}

@@ -281,3 +281,39 @@ async fn a_required_kind_the_session_did_not_declare_is_never_sent() {
     assert_eq!(reply["error"]["code"], -32021, "{reply}");
     assert!(rx.try_recv().is_err(), "nothing was asked of the client");
 }
+
+#[tokio::test]
+async fn a_client_that_never_answers_is_timed_out_and_its_request_freed() {
+    let config = tern_server::Config {
+        client_answer_timeout: std::time::Duration::from_millis(50),
+        ..tern_server::Config::default()
+    };
+    let server = Harness::new(
+        Server::builder("t", "1")
+            .tool("deploy", "asks", deploy)
+            .config(config),
+    )
+    .server;
+    let l = Legacy {
+        session: server.session(),
+        server,
+    };
+    l.initialize(all_legacy_caps()).await;
+    let (mut rx, task) = l.call("deploy");
+    let _asked = requests(&mut rx, 2).await;
+    let reply = task.await.unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer"),
+        "{reply}"
+    );
+    // The call is over and nothing of it waits: a late answer to either
+    // request is unsolicited and changes nothing.
+    assert_eq!(l.session.waiting(), 0);
+    l.respond(json!({"jsonrpc": "2.0", "id": 1, "result": {"action": "cancel"}}))
+        .await;
+    assert_eq!(l.server.metrics().rejected("unsolicited_response"), 1);
+}
