@@ -77,6 +77,17 @@ pub(crate) struct Asked {
     pub(crate) rdig: [u8; 16],
 }
 
+impl Asked {
+    /// What the next round expects an answer to.
+    pub(crate) fn expect(&self) -> Expect {
+        Expect {
+            key: self.key.clone(),
+            kind: self.kind.code(),
+            rdig: self.rdig,
+        }
+    }
+}
+
 /// An input key the previous round asked, as its state records it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Expect {
@@ -142,6 +153,15 @@ impl AskContext {
                 answer: answer.to_string().into_bytes(),
             });
         }
+    }
+
+    /// The answers to carry into the next round, less those of keys asked
+    /// again in it (a re-asked key drops its old answer).
+    pub(crate) fn carried_except(&self, asked: &[Asked]) -> Vec<Done> {
+        self.carried()
+            .into_iter()
+            .filter(|d| !asked.iter().any(|r| r.key == d.key))
+            .collect()
     }
 
     /// The answers to carry into the next state: earlier ones, replaced by

@@ -19,12 +19,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures_util::FutureExt;
 use serde_json::{Map, Value, json};
 use tern_proto::accept::{Accepted, Envelope, LOG_LEVELS, RequestMeta};
 use tern_proto::decode::{Message, decode_message};
 use tern_proto::era::era_of;
-use tern_proto::finish::{encode_error, encode_request, encode_result};
+use tern_proto::finish::{encode_error, encode_request};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_seal::random_bytes;
 use tern_types::legacy::{
@@ -35,7 +34,7 @@ use tern_types::methods::{FlowMethod, Method};
 use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_keys};
 use tokio::sync::oneshot;
 
-use crate::ask::{AskContext, Asked, Expect};
+use crate::ask::{AskContext, Asked};
 use crate::content::ToolResult;
 use crate::extract::CallContext;
 use crate::notify::Sink;
@@ -237,18 +236,7 @@ impl Server {
     ) -> Reply {
         let id = req.id.clone();
         let run = self.serve_legacy(session, req, principal, sink);
-        match AssertUnwindSafe(run).catch_unwind().await {
-            Ok(Ok(Some(mut result))) => {
-                legacy_shape(&mut result);
-                Reply::Message {
-                    status: 200,
-                    body: encode_result(&id, &result),
-                }
-            }
-            Ok(Ok(None)) => Reply::Closed,
-            Ok(Err(e)) => Reply::error_for(Some(id), &self.reported(e)),
-            Err(panic) => Reply::error_for(Some(id), &self.panicked(panic.as_ref())),
-        }
+        self.answer(id, run, legacy_shape).await
     }
 
     async fn serve_legacy(
@@ -433,20 +421,8 @@ impl Server {
             ask = AskContext {
                 caps: caps.clone(),
                 verified: true,
-                expect: p
-                    .requests
-                    .iter()
-                    .map(|r| Expect {
-                        key: r.key.clone(),
-                        kind: r.kind.code(),
-                        rdig: r.rdig,
-                    })
-                    .collect(),
-                done: ask_now
-                    .carried()
-                    .into_iter()
-                    .filter(|d| !p.requests.iter().any(|r| r.key == d.key))
-                    .collect(),
+                expect: p.requests.iter().map(Asked::expect).collect(),
+                done: ask_now.carried_except(&p.requests),
                 responses,
                 accepted: Mutex::default(),
             };

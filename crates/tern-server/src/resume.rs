@@ -30,7 +30,7 @@ use tern_seal::{Binding, Claims, ConsumeKey, Consumed, OpenPolicy, random_bytes}
 use tern_types::ClientCapabilities;
 use tern_types::methods::FlowMethod;
 
-use crate::ask::{AskContext, Expect};
+use crate::ask::{AskContext, Asked};
 use crate::config::Config;
 use crate::outcome::Pending;
 use crate::registry::RouteLimits;
@@ -314,20 +314,8 @@ impl Resume {
             m: method_code(self.method),
             round: next_round,
             once: self.limits.single_use || self.prev.as_ref().is_some_and(|b| b.once),
-            expect: p
-                .requests
-                .iter()
-                .map(|r| Expect {
-                    key: r.key.clone(),
-                    kind: r.kind.code(),
-                    rdig: r.rdig,
-                })
-                .collect(),
-            done: ask
-                .carried()
-                .into_iter()
-                .filter(|d| !p.requests.iter().any(|r| r.key == d.key))
-                .collect(),
+            expect: p.requests.iter().map(Asked::expect).collect(),
+            done: ask.carried_except(&p.requests),
             app,
         };
         let carried: usize = body

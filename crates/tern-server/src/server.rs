@@ -4,6 +4,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, RwLock};
 
@@ -15,6 +16,7 @@ use tern_proto::decode::{Message, decode_message};
 use tern_proto::finish::{encode_result, input_required, stamp_complete};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{Deployment, KeyRing, ReplayStore, check_deployment, random_bytes};
+use tern_types::RequestId;
 use tern_types::methods::{FlowMethod, Method};
 use tokio::sync::broadcast;
 
@@ -169,11 +171,26 @@ impl Server {
         let id = req.id.clone();
         let headers = inbound.headers.as_ref();
         let run = self.serve(req, headers, inbound.principal, sink);
+        self.answer(id, run, |_| {}).await
+    }
+
+    /// Runs one request inside the panic boundary and turns what it gave
+    /// into the reply: the result (given its era's `shape`), nothing for a
+    /// closed stream, or the error, internal detail logged not sent.
+    pub(crate) async fn answer(
+        &self,
+        id: RequestId,
+        run: impl Future<Output = Result<Option<Map<String, Value>>, McpError>>,
+        shape: fn(&mut Map<String, Value>),
+    ) -> Reply {
         match AssertUnwindSafe(run).catch_unwind().await {
-            Ok(Ok(Some(result))) => Reply::Message {
-                status: 200,
-                body: encode_result(&id, &result),
-            },
+            Ok(Ok(Some(mut result))) => {
+                shape(&mut result);
+                Reply::Message {
+                    status: 200,
+                    body: encode_result(&id, &result),
+                }
+            }
             Ok(Ok(None)) => Reply::Closed,
             Ok(Err(e)) => Reply::error_for(Some(id), &self.reported(e)),
             Err(panic) => Reply::error_for(Some(id), &self.panicked(panic.as_ref())),
