@@ -6,5 +6,6 @@ mod api {
     mod call;
     mod commands;
     mod common;
+    mod interop;
     mod pty;
 }
