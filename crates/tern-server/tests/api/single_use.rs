@@ -209,3 +209,39 @@ async fn a_forked_round_is_refused_on_a_single_use_route() {
     assert_eq!(text(result(&h.send(&no).await)), "not redeemed");
     assert_eq!(error(&h.send(&yes).await).0, -32602);
 }
+
+async fn ask_twice(ask: Ask) -> Result<ToolResult, Error> {
+    ask.form::<Approval>("ok", "OK?")?;
+    Ok(ToolResult::text("done"))
+}
+
+#[tokio::test]
+async fn a_state_issued_single_use_stays_single_use_after_the_route_changes() {
+    // StateBody.once: re-registering the route without the flag does not
+    // turn the states it already issued into replayable ones.
+    let h = Harness::new(
+        Server::builder("t", "1").tool_def(ToolDef::new("ask", "asks", ask_twice).single_use()),
+    );
+    let first = call("ask", json!({}), all_caps());
+    let r = result(&h.send(&first).await);
+    h.server
+        .add_tool(ToolDef::new("ask", "asks, no longer single use", ask_twice))
+        .unwrap();
+    let again = retry(
+        &first,
+        Some(&r["requestState"]),
+        json!({"ok": accept(json!({"approved": true}))}),
+    );
+    assert_eq!(text(result(&h.send(&again).await)), "done");
+    assert_eq!(error(&h.send(&again).await).0, -32602);
+    assert_eq!(h.server.metrics().rejected("already_consumed"), 1);
+    // A state issued after the change is not single use.
+    let r = result(&h.send(&first).await);
+    let fresh = retry(
+        &first,
+        Some(&r["requestState"]),
+        json!({"ok": accept(json!({"approved": true}))}),
+    );
+    assert_eq!(text(result(&h.send(&fresh).await)), "done");
+    assert_eq!(text(result(&h.send(&fresh).await)), "done");
+}
