@@ -285,19 +285,10 @@ impl Server {
         if let Some(authz) = &self.inner.authorize {
             authz(&principal, &a)?;
         }
+        if let Some(page) = self.list(&a, &reg) {
+            return page.map(Some);
+        }
         let result = match a.method {
-            Method::ToolsList => self.page(&a, "tools", reg.tools.iter().map(|t| &t.entry))?,
-            Method::PromptsList => {
-                self.page(&a, "prompts", reg.prompts.iter().map(|p| &p.entry))?
-            }
-            Method::ResourcesList => {
-                self.page(&a, "resources", reg.resources.iter().map(|r| &r.entry))?
-            }
-            Method::ResourcesTemplatesList => self.page(
-                &a,
-                "resourceTemplates",
-                reg.templates.iter().map(|t| &t.entry),
-            )?,
             Method::CompletionComplete => {
                 let handler = reg
                     .completion

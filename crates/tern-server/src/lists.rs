@@ -6,6 +6,7 @@ use tern_proto::McpError;
 use tern_proto::accept::Accepted;
 use tern_proto::finish::{encode_notification, stamp_complete};
 use tern_types::meta_keys;
+use tern_types::methods::Method;
 use tokio::sync::broadcast;
 
 use crate::notify::Sink;
@@ -33,6 +34,28 @@ impl Server {
             "cacheScope".into(),
             serde_json::to_value(cfg.cache_scope).unwrap_or(json!("private")),
         );
+    }
+
+    /// The page for `a` when it is one of the four list methods, in either
+    /// era; `None` for any other method.
+    pub(crate) fn list(
+        &self,
+        a: &Accepted,
+        reg: &Registry,
+    ) -> Option<Result<Map<String, Value>, McpError>> {
+        Some(match a.method {
+            Method::ToolsList => self.page(a, "tools", reg.tools.iter().map(|t| &t.entry)),
+            Method::PromptsList => self.page(a, "prompts", reg.prompts.iter().map(|p| &p.entry)),
+            Method::ResourcesList => {
+                self.page(a, "resources", reg.resources.iter().map(|r| &r.entry))
+            }
+            Method::ResourcesTemplatesList => self.page(
+                a,
+                "resourceTemplates",
+                reg.templates.iter().map(|t| &t.entry),
+            ),
+            _ => return None,
+        })
     }
 
     /// One page of a list method, in registration order (TOOL-S3).

@@ -216,20 +216,13 @@ impl Server {
         if let Some(authz) = &self.inner.authorize {
             authz(&principal, &a)?;
         }
+        if let Some(page) = self.list(&a, &reg) {
+            let mut result = page?;
+            stamp_complete(&mut result, Some(&self.inner.info));
+            return Ok(Some(result));
+        }
         let mut result = match a.method {
             Method::ServerDiscover => self.discover(&reg),
-            Method::ToolsList => self.page(&a, "tools", reg.tools.iter().map(|t| &t.entry))?,
-            Method::PromptsList => {
-                self.page(&a, "prompts", reg.prompts.iter().map(|p| &p.entry))?
-            }
-            Method::ResourcesList => {
-                self.page(&a, "resources", reg.resources.iter().map(|r| &r.entry))?
-            }
-            Method::ResourcesTemplatesList => self.page(
-                &a,
-                "resourceTemplates",
-                reg.templates.iter().map(|t| &t.entry),
-            )?,
             Method::SubscriptionsListen => return self.listen(a, &reg, sink).await,
             Method::CompletionComplete => {
                 let handler = reg
