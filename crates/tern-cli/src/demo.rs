@@ -105,6 +105,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
     let target = TargetArgs {
         url: Some(url),
         cmd: None,
+        era: crate::EraArg::Auto,
     };
     let conn = target::connect(&target, provider)?;
     println!(

@@ -87,8 +87,14 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
         .as_ref()
         .and_then(|m| m.get(meta_keys::SERVER_INFO))
         .cloned();
+    // A legacy server is listed from its initialize answer (COMPAT-C5).
+    let era = match client.era() {
+        Some(tern::client::Era::Legacy) => "legacy",
+        _ => "modern",
+    };
     if as_json {
         let out = json!({
+            "era": era,
             "serverInfo": info,
             "supportedVersions": d.supported_versions,
             "capabilities": d.capabilities,
@@ -106,7 +112,16 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
         bold("server:"),
         server_name(info.as_ref()).unwrap_or_else(|| "(unnamed)".to_owned())
     );
-    println!("{} {}", bold("versions:"), d.supported_versions.join(", "));
+    let session = if era == "legacy" {
+        dim(" (a 2025-11-25 session opened with initialize)")
+    } else {
+        String::new()
+    };
+    println!(
+        "{} {}{session}",
+        bold("versions:"),
+        d.supported_versions.join(", ")
+    );
     let cap_names: Vec<String> = serde_json::to_value(&d.capabilities)
         .ok()
         .and_then(|v| v.as_object().cloned())

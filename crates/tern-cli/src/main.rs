@@ -92,6 +92,23 @@ pub(crate) struct TargetArgs {
     // back into WHAT, so clap must not reject the pair (target.rs).
     #[arg(long, value_name = "COMMAND")]
     pub(crate) cmd: Option<String>,
+    /// Which revision the server speaks: `auto` probes with server/discover
+    /// and falls back to a 2025-11-25 session (remembered per server in the
+    /// cache directory); `modern` is 2026-07-28 only; `legacy` opens a
+    /// 2025-11-25 session at once.
+    #[arg(long, value_enum, default_value_t = EraArg::Auto)]
+    pub(crate) era: EraArg,
+}
+
+/// `--era`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EraArg {
+    /// Probe, then fall back.
+    Auto,
+    /// 2026-07-28.
+    Modern,
+    /// 2025-11-25.
+    Legacy,
 }
 
 /// `tern call`.

@@ -28,8 +28,10 @@ use crate::url;
 /// The message when a question needs a person and there is no terminal.
 pub(crate) const NO_TERMINAL: &str = "the server asks a question and there is no terminal to ask it in: run in a terminal, or pass --answers FILE or --yes";
 
-/// Scripted answers by input key (`--answers`). A value is the answer for
-/// every time the key is asked; an array gives one answer per ask, in
+/// Scripted answers by input key (`--answers`), or by method name
+/// (`"elicitation/create"`) for questions with no entry of their own and for
+/// 2025-11-25 servers, whose requests have no keys. A value is the answer
+/// for every time the key is asked; an array gives one answer per ask, in
 /// order.
 #[derive(Debug, Default)]
 pub(crate) struct Answers {
@@ -168,9 +170,16 @@ impl TerminalProvider {
             .unwrap_or_else(|| self.inner.s.server_label.clone())
     }
 
-    fn scripted<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Refusal> {
+    /// The `--answers` entry for the question's key, else for its method
+    /// name: a legacy server's requests have no keys (their key is the
+    /// method), and one entry can answer every request of a kind.
+    fn scripted<T: DeserializeOwned>(&self, key: &str, method: &str) -> Result<Option<T>, Refusal> {
         match &self.inner.s.answers {
-            Some(a) => a.take(key),
+            Some(a) => match a.take(key)? {
+                Some(t) => Ok(Some(t)),
+                None if key != method => a.take(method),
+                None => Ok(None),
+            },
             None => Ok(None),
         }
     }
@@ -209,7 +218,7 @@ impl InputProvider for TerminalProvider {
         params: ElicitRequestFormParams,
     ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
         Box::pin(async move {
-            if let Some(answer) = self.scripted::<ElicitResult>(&cx.key)? {
+            if let Some(answer) = self.scripted::<ElicitResult>(&cx.key, "elicitation/create")? {
                 if answer.action == ElicitAction::Accept {
                     // ELIC-C6: check a scripted answer like a typed one.
                     let content = answer.content.clone().unwrap_or_default();
@@ -252,7 +261,7 @@ impl InputProvider for TerminalProvider {
     ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
         Box::pin(async move {
             let server = self.server(&cx);
-            if let Some(answer) = self.scripted::<ElicitResult>(&cx.key)? {
+            if let Some(answer) = self.scripted::<ElicitResult>(&cx.key, "elicitation/create")? {
                 if answer.action != ElicitAction::Accept {
                     return Ok(answer);
                 }
@@ -311,7 +320,9 @@ impl InputProvider for TerminalProvider {
         params: CreateMessageRequestParams,
     ) -> BoxFuture<'_, Result<CreateMessageResult, Refusal>> {
         Box::pin(async move {
-            if let Some(answer) = self.scripted::<CreateMessageResult>(&cx.key)? {
+            if let Some(answer) =
+                self.scripted::<CreateMessageResult>(&cx.key, "sampling/createMessage")?
+            {
                 return Ok(answer);
             }
             let server = self.server(&cx);
@@ -383,7 +394,7 @@ impl InputProvider for TerminalProvider {
 
     fn list_roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, Refusal>> {
         Box::pin(async move {
-            if let Some(answer) = self.scripted::<ListRootsResult>(&cx.key)? {
+            if let Some(answer) = self.scripted::<ListRootsResult>(&cx.key, "roots/list")? {
                 return Ok(answer);
             }
             let s = &self.inner.s;

@@ -1,14 +1,16 @@
 //! Where a client command connects: a Streamable HTTP URL, or a command
 //! spawned as a stdio server (DIGEST §7.2, §7.3).
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use tern::client::{Client, InputProvider};
+use tern::client::{Client, ClientBuilder, Era, EraPolicy, InputProvider};
 use tern::http::HttpTransport;
 use tern::stdio::StdioTransport;
 use tern::types::Implementation;
 
-use crate::TargetArgs;
+use crate::{EraArg, TargetArgs};
 
 /// A connected client, and the child process behind it when the target is a
 /// command (shut down politely at the end, STDIO-C8).
@@ -19,14 +21,86 @@ pub(crate) struct Connected {
     stdio: Option<Arc<StdioTransport>>,
     /// What to show as "the server" before it names itself.
     pub(crate) label: String,
+    /// The server's entry in the era cache (under `--era auto`).
+    cache_key: Option<String>,
 }
 
 impl Connected {
-    /// Closes the child's stdin and waits for it to exit (STDIO-C8).
+    /// Ends the legacy session (HTTP `DELETE`), remembers the server's era
+    /// for the next run (COMPAT-C10), then closes the child's stdin and
+    /// waits for it to exit (STDIO-C8).
     pub(crate) async fn close(self) {
+        if let (Some(key), Some(era)) = (&self.cache_key, self.client.era()) {
+            EraCache::record(key, era);
+        }
+        if let Err(e) = self.client.close().await {
+            tracing::debug!(error = %e, "ending the session failed");
+        }
         if let Some(t) = self.stdio {
             let _ = t.shutdown().await;
         }
+    }
+}
+
+/// The era of each server seen, across runs: `eras.json` in the cache
+/// directory, keyed by endpoint URL or command line (COMPAT-C10, A27). Only
+/// a hint: a wrong entry costs a re-probe, never a failure.
+struct EraCache;
+
+impl EraCache {
+    fn path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        Some(base.join("tern").join("eras.json"))
+    }
+
+    fn load() -> BTreeMap<String, String> {
+        Self::path()
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn lookup(key: &str) -> Option<Era> {
+        match Self::load().get(key).map(String::as_str) {
+            Some("legacy") => Some(Era::Legacy),
+            Some("modern") => Some(Era::Modern),
+            _ => None,
+        }
+    }
+
+    fn record(key: &str, era: Era) {
+        let Some(path) = Self::path() else { return };
+        let mut all = Self::load();
+        let name = if era == Era::Legacy {
+            "legacy"
+        } else {
+            "modern"
+        };
+        if all.get(key).map(String::as_str) == Some(name) {
+            return;
+        }
+        all.insert(key.to_owned(), name.to_owned());
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                std::fs::write(&path, serde_json::to_vec_pretty(&all).unwrap_or_default())
+            });
+        if let Err(e) = written {
+            tracing::debug!(path = %path.display(), error = %e, "cannot write the era cache");
+        }
+    }
+}
+
+/// The era settings of `--era` on a builder.
+fn with_era(builder: ClientBuilder, target: &TargetArgs, key: &str) -> ClientBuilder {
+    match target.era {
+        EraArg::Modern => builder.era(EraPolicy::Modern),
+        EraArg::Legacy => builder.era(EraPolicy::Legacy),
+        EraArg::Auto => builder.era(EraPolicy::Auto).era_hint(EraCache::lookup(key)),
     }
 }
 
@@ -68,7 +142,8 @@ pub(crate) fn connect(
         let transport = Arc::new(
             StdioTransport::spawn(command).map_err(|e| format!("cannot start {program:?}: {e}"))?,
         );
-        let client = Client::builder(transport.clone())
+        let key = format!("cmd:{cmd}");
+        let client = with_era(Client::builder(transport.clone()), target, &key)
             .info(info)
             .provider(provider)
             .build();
@@ -76,6 +151,7 @@ pub(crate) fn connect(
             client,
             stdio: Some(transport),
             label: program.clone(),
+            cache_key: (target.era == EraArg::Auto).then_some(key),
         });
     }
     let url = target
@@ -90,13 +166,15 @@ pub(crate) fn connect(
                 .map(|h| u.port().map_or(h.to_owned(), |p| format!("{h}:{p}")))
         })
         .unwrap_or_else(|| url.to_owned());
+    let key = format!("url:{url}");
     Ok(Connected {
-        client: Client::builder(transport)
+        client: with_era(Client::builder(transport), target, &key)
             .info(info)
             .provider(provider)
             .build(),
         stdio: None,
         label,
+        cache_key: (target.era == EraArg::Auto).then_some(key),
     })
 }
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use tern_proto::McpHeaders;
 use tern_proto::decode::Message;
 use tern_proto::headers::encode_header_value;
+use tern_types::legacy::Era;
 use tern_types::{
     ClientCapabilities, DiscoverResult, ErrorCode, Implementation, InputRequests, InputResponses,
     JsonRpcVersion, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
@@ -19,6 +20,7 @@ use tern_types::{
     methods,
 };
 
+use crate::era::{Connection, EraPolicy};
 use crate::provider::{InputProvider, NoInput};
 use crate::race::cancellable;
 use crate::transport::{OutboundNotification, OutboundRequest, Transport};
@@ -174,6 +176,9 @@ pub struct ClientBuilder {
     max_rounds: u32,
     flow_timeout: Duration,
     request_timeout: Duration,
+    era_policy: EraPolicy,
+    era_hint: Option<Era>,
+    probe_timeout: Duration,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -182,11 +187,38 @@ impl std::fmt::Debug for ClientBuilder {
             .field("info", &self.info)
             .field("versions", &self.versions)
             .field("max_rounds", &self.max_rounds)
+            .field("era_policy", &self.era_policy)
             .finish_non_exhaustive()
     }
 }
 
 impl ClientBuilder {
+    /// How the server's era is found (default [`EraPolicy::Modern`];
+    /// [`EraPolicy::Auto`] probes with `server/discover` and falls back to a
+    /// 2025-11-25 session).
+    #[must_use]
+    pub fn era(mut self, policy: EraPolicy) -> Self {
+        self.era_policy = policy;
+        self
+    }
+
+    /// The era this server had last time (a cache across runs,
+    /// COMPAT-C10). Under [`EraPolicy::Auto`] a legacy hint skips the probe
+    /// and opens the session at once; if that fails, the client probes.
+    #[must_use]
+    pub fn era_hint(mut self, era: Option<Era>) -> Self {
+        self.era_hint = era;
+        self
+    }
+
+    /// How long the `server/discover` probe waits before taking silence
+    /// for a legacy server (default 10 s, COMPAT-C-A1).
+    #[must_use]
+    pub fn probe_timeout(mut self, deadline: Duration) -> Self {
+        self.probe_timeout = deadline;
+        self
+    }
+
     /// Who the client is, sent as `io.modelcontextprotocol/clientInfo` on
     /// every request (META-C8). The default names this crate.
     #[must_use]
@@ -263,6 +295,11 @@ impl ClientBuilder {
                 flow_timeout: self.flow_timeout,
                 request_timeout: self.request_timeout,
                 tools: RwLock::new(HashMap::new()),
+                era_policy: self.era_policy,
+                era_hint: self.era_hint,
+                probe_timeout: self.probe_timeout,
+                connection: RwLock::new(None),
+                connecting: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -271,15 +308,22 @@ impl ClientBuilder {
 pub(crate) struct Inner {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) provider: Arc<dyn InputProvider>,
-    info: Option<Implementation>,
+    pub(crate) info: Option<Implementation>,
     versions: Vec<String>,
     version: Mutex<String>,
     next_id: AtomicI64,
     pub(crate) max_rounds: u32,
     pub(crate) flow_timeout: Duration,
-    request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// `x-mcp-header` annotations of the tools seen in `tools/list`.
     tools: RwLock<HashMap<String, Vec<HeaderParam>>>,
+    pub(crate) era_policy: EraPolicy,
+    pub(crate) era_hint: Option<Era>,
+    pub(crate) probe_timeout: Duration,
+    /// The server's era and legacy session, once reached (COMPAT-C10).
+    pub(crate) connection: RwLock<Option<Arc<Connection>>>,
+    /// Held while the first call reaches the server.
+    pub(crate) connecting: tokio::sync::Mutex<()>,
 }
 
 /// An MCP client over one [`Transport`]. Cheap to clone; calls may run
@@ -320,6 +364,9 @@ impl Client {
             max_rounds: 10,
             flow_timeout: Duration::from_secs(300),
             request_timeout: Duration::from_secs(60),
+            era_policy: EraPolicy::Modern,
+            era_hint: None,
+            probe_timeout: Duration::from_secs(10),
         }
     }
 
@@ -345,8 +392,21 @@ impl Client {
     }
 
     /// `server/discover`: versions, capabilities, identity (VER-S4). A
-    /// `-32022` is retried once with a common version (VER-C3).
+    /// `-32022` is retried once with a common version (VER-C3). In a legacy
+    /// session, the same shape made from the `initialize` answer.
     pub async fn discover(&self) -> Result<DiscoverResult, Error> {
+        match &*self.connection().await? {
+            Connection::Legacy(session) => return Client::discover_from(session),
+            Connection::Modern(probed) => {
+                let first = probed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                if let Some(d) = first {
+                    return Ok(d);
+                }
+            }
+        }
         self.simple(
             methods::SERVER_DISCOVER,
             Map::new(),
@@ -367,7 +427,7 @@ impl Client {
                 &CallOptions::default(),
             )
             .await?;
-        if self.inner.transport.mirrors_headers() {
+        if self.inner.transport.mirrors_headers() && self.era() == Some(Era::Modern) {
             let mut known = self
                 .inner
                 .tools
@@ -439,8 +499,29 @@ impl Client {
     }
 
     /// Sends a notification with `params` (e.g. `notifications/cancelled` on
-    /// stdio).
+    /// stdio), in the session's version when the server is legacy.
     pub async fn notify(&self, method: &str, params: Map<String, Value>) -> Result<(), Error> {
+        let version = match self.known_connection().as_deref() {
+            Some(Connection::Legacy(s)) => Some(s.version.clone()),
+            _ => None,
+        };
+        self.notify_with(method, params, version.as_deref()).await
+    }
+
+    fn known_connection(&self) -> Option<Arc<Connection>> {
+        self.inner
+            .connection
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) async fn notify_with(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        version: Option<&str>,
+    ) -> Result<(), Error> {
         let n = Notification {
             jsonrpc: JsonRpcVersion,
             method: method.to_owned(),
@@ -452,6 +533,11 @@ impl Client {
             .notify(OutboundNotification {
                 method: method.to_owned(),
                 body: Bytes::from(body),
+                headers: McpHeaders {
+                    protocol_version: version.map(str::to_owned),
+                    method: Some(method.to_owned()),
+                    ..McpHeaders::default()
+                },
             })
             .await
     }
@@ -483,14 +569,35 @@ impl Client {
         }
     }
 
-    fn next_id(&self) -> RequestId {
+    pub(crate) fn next_id(&self) -> RequestId {
         RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Sends one request (one round) and returns the raw result object.
-    /// Fresh id, `_meta` and headers every time (MRTR-C6, MRTR-C8); on
-    /// `-32022` retries once with a version both sides speak (VER-C3).
+    /// Sends one request (one round) in the server's era and returns the
+    /// raw result object. A legacy session the server forgot is opened
+    /// again once.
     pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Map<String, Value>, Error> {
+        let mut reopened = false;
+        loop {
+            let connection = self.connection().await?;
+            let Connection::Legacy(session) = &*connection else {
+                return self.send_modern(call).await;
+            };
+            match self.send_legacy(call, Some(&session.version)).await {
+                Err(e) if e.is_session_expired() && !reopened => {
+                    tracing::debug!("the server forgot the session; opening a new one");
+                    reopened = true;
+                    self.forget(&connection);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Sends one modern request. Fresh id, `_meta` and headers every time
+    /// (MRTR-C6, MRTR-C8); on `-32022` retries once with a version both
+    /// sides speak (VER-C3).
+    pub(crate) async fn send_modern(&self, call: &Call<'_>) -> Result<Map<String, Value>, Error> {
         let mut retried = false;
         loop {
             let version = self.protocol_version();

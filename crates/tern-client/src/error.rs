@@ -14,6 +14,9 @@ pub struct Error {
     kind: Kind,
     message: String,
     source: Option<Source>,
+    /// The HTTP status of a response that carried no JSON-RPC message: the
+    /// peer was reached and refused, which era detection reads (COMPAT-C8).
+    status: Option<u16>,
 }
 
 #[derive(Debug)]
@@ -27,6 +30,7 @@ enum Kind {
     Capability,
     Refused,
     Usage,
+    SessionExpired,
 }
 
 impl Error {
@@ -35,7 +39,25 @@ impl Error {
             kind,
             message: message.into(),
             source: None,
+            status: None,
         }
+    }
+
+    /// The peer answered with HTTP `status` and no JSON-RPC message. For
+    /// transport implementations.
+    pub fn http_status(status: u16, message: impl Into<String>) -> Self {
+        let mut e = Error::new(Kind::Transport, message);
+        e.status = Some(status);
+        e
+    }
+
+    /// The server no longer knows the legacy session the request named
+    /// (HTTP `404` to a request with `Mcp-Session-Id`); the client opens a
+    /// new one. For transport implementations.
+    pub fn session_expired(message: impl Into<String>) -> Self {
+        let mut e = Error::new(Kind::SessionExpired, message);
+        e.status = Some(404);
+        e
     }
 
     /// A transport failure (connection refused, broken stream, a child
@@ -113,7 +135,18 @@ impl Error {
 
     /// The transport failed: nothing, or not all, of the answer arrived.
     pub fn is_transport(&self) -> bool {
-        matches!(self.kind, Kind::Transport)
+        matches!(self.kind, Kind::Transport | Kind::SessionExpired)
+    }
+
+    /// The HTTP status of an answer that carried no JSON-RPC message.
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// The server ended or forgot the legacy session (2025-11-25 transports:
+    /// session management).
+    pub fn is_session_expired(&self) -> bool {
+        matches!(self.kind, Kind::SessionExpired)
     }
 
     /// The caller cancelled the call through its
@@ -185,6 +218,7 @@ impl fmt::Display for Error {
             Kind::Capability => "capability not declared",
             Kind::Refused => "input refused",
             Kind::Usage => "invalid request",
+            Kind::SessionExpired => "session expired",
         };
         write!(f, "{what}: {}", self.message)
     }

@@ -15,9 +15,15 @@
 //! `clientInfo` in `_meta` (META-C6, META-C8); the capabilities are what the
 //! provider can do (META-A1). A `-32022` answer is retried once with a
 //! version both sides speak (VER-C3).
+//!
+//! The same client calls 2025-11-25 servers: under [`EraPolicy::Auto`] it probes with
+//! `server/discover` and, when the server is not modern, opens an
+//! `initialize` session and answers the server's own requests through the
+//! provider (see [`EraPolicy`]; DIGEST COMPAT-C5..C10).
 
 mod cancel;
 mod client;
+mod era;
 mod error;
 mod mrtr;
 mod provider;
@@ -29,12 +35,16 @@ pub use cancel::CancelToken;
 pub use client::{
     CallOptions, Client, ClientBuilder, NotificationHandler, RoundEvent, RoundObserver,
 };
+pub use era::EraPolicy;
 pub use error::Error;
 pub use mrtr::{
     FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, PendingCall, Step,
 };
 pub use provider::{InputContext, InputKinds, InputProvider, NoInput, Refusal};
-pub use transport::{BoxFuture, Frames, OutboundNotification, OutboundRequest, Transport};
+pub use tern_types::legacy::Era;
+pub use transport::{
+    BoxFuture, Frames, OutboundNotification, OutboundRequest, OutboundResponse, Transport,
+};
 
 /// Entry points for the fuzz harnesses (`tern-fuzz`); not an API.
 #[doc(hidden)]

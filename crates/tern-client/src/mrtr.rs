@@ -27,7 +27,7 @@ use crate::Error;
 use crate::client::{
     Call, CallOptions, Client, RoundEvent, parse_result, prompt_params, result_type,
 };
-use crate::provider::{InputContext, InputKinds};
+use crate::provider::{InputContext, InputKinds, InputProvider};
 use crate::race::{cancellable, catch_panic, join_all};
 
 /// The most input requests one interim result may carry (SECURITY.md
@@ -320,57 +320,21 @@ impl Client {
             .map(|(key, request)| {
                 let cx = InputContext {
                     method: pending.method.clone(),
-                    target: pending
-                        .params
-                        .get("name")
-                        .or_else(|| pending.params.get("uri"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
+                    target: target_of(&pending.params),
                     key: key.to_owned(),
                     round: pending.round,
                     server_info: pending.server_info.clone(),
                 };
                 let request = request.clone();
                 async move {
-                    let answer = catch_panic(async move {
-                        match request {
-                            InputRequest::Elicitation(ElicitRequestParams::Form(p)) => {
-                                provider.elicit_form(cx, p).await.map(InputResponse::Elicit)
-                            }
-                            InputRequest::Elicitation(ElicitRequestParams::Url(p)) => {
-                                provider.elicit_url(cx, p).await.map(InputResponse::Elicit)
-                            }
-                            InputRequest::Sampling(p) => {
-                                provider.sample(cx, p).await.map(InputResponse::Sampling)
-                            }
-                            InputRequest::ListRoots(_) => {
-                                provider.list_roots(cx).await.map(InputResponse::ListRoots)
-                            }
-                        }
-                    })
-                    .await;
+                    let answer = answer_one(provider.as_ref(), cx, request).await;
                     (key.to_owned(), answer)
                 }
             })
             .collect();
         let mut responses = InputResponses::new();
         for (key, answer) in join_all(futs).await {
-            match answer {
-                Ok(Ok(a)) => responses.insert(key, &a),
-                // A provider bug ends this call, not the caller.
-                Err(panic) => {
-                    return Err(Error::refused(format!(
-                        "the input provider failed while answering {key:?}: {panic}"
-                    )));
-                }
-                // MRTR-C4: no refused form on the wire; end locally.
-                Ok(Err(r)) => {
-                    return Err(Error::refused(format!(
-                        "the input provider refused {key:?}: {}",
-                        r.reason
-                    )));
-                }
-            }
+            responses.insert(key, &answer?);
         }
         Ok(responses)
     }
@@ -587,10 +551,58 @@ pub(crate) fn interim(result: &Map<String, Value>, kinds: InputKinds) -> Result<
     Ok((requests, state, server_info))
 }
 
+/// The call's target for display: the tool or prompt name, or the URI.
+pub(crate) fn target_of(params: &Map<String, Value>) -> Option<String> {
+    params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Asks the provider for one answer. A refusal (MRTR-C4: no refused form
+/// on the wire) or a provider panic ends the call locally, never the caller.
+pub(crate) async fn answer_one(
+    provider: &dyn InputProvider,
+    cx: InputContext,
+    request: InputRequest,
+) -> Result<InputResponse, Error> {
+    let key = cx.key.clone();
+    let answer = catch_panic(async move {
+        match request {
+            InputRequest::Elicitation(ElicitRequestParams::Form(p)) => {
+                provider.elicit_form(cx, p).await.map(InputResponse::Elicit)
+            }
+            InputRequest::Elicitation(ElicitRequestParams::Url(p)) => {
+                provider.elicit_url(cx, p).await.map(InputResponse::Elicit)
+            }
+            InputRequest::Sampling(p) => provider.sample(cx, p).await.map(InputResponse::Sampling),
+            InputRequest::ListRoots(_) => {
+                provider.list_roots(cx).await.map(InputResponse::ListRoots)
+            }
+        }
+    })
+    .await;
+    match answer {
+        Ok(Ok(a)) => Ok(a),
+        Err(panic) => Err(Error::refused(format!(
+            "the input provider failed while answering {key:?}: {panic}"
+        ))),
+        Ok(Err(r)) => Err(Error::refused(format!(
+            "the input provider refused {key:?}: {}",
+            r.reason
+        ))),
+    }
+}
+
 /// MRTR-S8 seen from the client: a request through a kind this client did
 /// not declare is a violation, never answered with a made-up decline
 /// (MRTR-C-A2, SAMP-S2).
-fn check_declared(kinds: InputKinds, key: &str, request: &InputRequest) -> Result<(), Error> {
+pub(crate) fn check_declared(
+    kinds: InputKinds,
+    key: &str,
+    request: &InputRequest,
+) -> Result<(), Error> {
     let (ok, what) = match request {
         InputRequest::Elicitation(ElicitRequestParams::Form(_)) => (kinds.form, "form elicitation"),
         InputRequest::Elicitation(ElicitRequestParams::Url(_)) => (kinds.url, "URL elicitation"),

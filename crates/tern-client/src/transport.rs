@@ -48,6 +48,21 @@ pub struct OutboundNotification {
     pub method: String,
     /// The encoded notification, compact and on one line.
     pub body: Bytes,
+    /// The headers to mirror: `Mcp-Method`, and in a legacy session its
+    /// negotiated `MCP-Protocol-Version`.
+    pub headers: McpHeaders,
+}
+
+/// The client's response to a request the server sent in a legacy session
+/// (`elicitation/create`, `sampling/createMessage`, `roots/list`, `ping`).
+#[derive(Clone, Debug)]
+pub struct OutboundResponse {
+    /// The id of the server's request.
+    pub id: RequestId,
+    /// The encoded JSON-RPC response, compact and on one line.
+    pub body: Bytes,
+    /// The session's `MCP-Protocol-Version`.
+    pub headers: McpHeaders,
 }
 
 /// Moves the client's messages. Implementations: the Streamable HTTP
@@ -72,6 +87,24 @@ pub trait Transport: Send + Sync + 'static {
     /// Sends one notification; nothing comes back.
     fn notify(&self, notification: OutboundNotification) -> BoxFuture<'_, Result<(), Error>>;
 
+    /// Sends the answer to a request the server sent (2025-11-25 sessions
+    /// only: a modern server never sends requests, BASE-7). Server requests
+    /// arrive among a call's [`Frames`] as `Message::Request`.
+    fn respond(&self, response: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
+        let _ = response;
+        Box::pin(async {
+            Err(Error::transport(
+                "this transport cannot answer server requests",
+            ))
+        })
+    }
+
+    /// Ends the legacy session the transport holds, if any (HTTP `DELETE`
+    /// with `Mcp-Session-Id`); a no-op otherwise.
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Whether this transport mirrors `_meta` and arguments into headers
     /// (HTTP). When true the client validates `x-mcp-header` annotations,
     /// drops tools whose annotations are invalid from `tools/list`
@@ -87,6 +120,12 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn notify(&self, notification: OutboundNotification) -> BoxFuture<'_, Result<(), Error>> {
         (**self).notify(notification)
+    }
+    fn respond(&self, response: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).respond(response)
+    }
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).close()
     }
     fn mirrors_headers(&self) -> bool {
         (**self).mirrors_headers()

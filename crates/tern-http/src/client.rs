@@ -7,13 +7,25 @@
 //! mirrored headers the client computed (HTTP-C8, HTTP-C10, HTTP-XMH-C4).
 //! The answer is read as JSON or as SSE (HTTP-S7); the JSON-RPC body
 //! decides, never the status alone (HTTP-A4, DIGEST §11 A3).
+//!
+//! With a 2025-11-25 server the transport also keeps the session: the
+//! `Mcp-Session-Id` the server assigns at `initialize` goes on every later
+//! message, with the negotiated `MCP-Protocol-Version`; a `404` to a request
+//! that named the session means the server forgot it; the client's answers
+//! to server requests are POSTed back; an SSE stream that ends before its
+//! response is resumed with `GET` and `Last-Event-ID` after the server's
+//! `retry` delay; and [`close`](Transport::close) sends `DELETE`
+//! (2025-11-25 transports: session management, resumability).
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use tern_client::{BoxFuture, Error, Frames, OutboundNotification, OutboundRequest, Transport};
+use tern_client::{
+    BoxFuture, Error, Frames, OutboundNotification, OutboundRequest, OutboundResponse, Transport,
+};
 use tern_proto::McpHeaders;
 use tern_proto::decode::{Limits, Message, decode_message};
 use tokio::sync::mpsc;
@@ -54,7 +66,22 @@ pub struct HttpTransport {
     http: reqwest::Client,
     url: reqwest::Url,
     options: HttpClientOptions,
+    session: Arc<Mutex<Session>>,
 }
+
+/// The legacy session, once the server assigned one.
+#[derive(Debug, Default)]
+struct Session {
+    id: Option<HeaderValue>,
+    version: Option<String>,
+}
+
+/// How often a broken SSE stream is resumed before the request fails.
+const MAX_RESUMES: u32 = 5;
+/// The wait before resuming when the server named none (SSE: the client
+/// picks), and the most a server's `retry` can make the client wait.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+const MAX_RETRY: Duration = Duration::from_secs(30);
 
 impl HttpTransport {
     /// A transport for the endpoint `url` (used exactly as given, path and
@@ -74,7 +101,45 @@ impl HttpTransport {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::transport_from("cannot build the HTTP client", e))?;
-        Ok(HttpTransport { http, url, options })
+        Ok(HttpTransport {
+            http,
+            url,
+            options,
+            session: Arc::new(Mutex::new(Session::default())),
+        })
+    }
+
+    /// The legacy session id the server assigned, if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.lock_session()
+            .id
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    fn lock_session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The headers every message carries: the configured ones, and in a
+    /// session its id and version.
+    fn base_headers(&self, mcp: Option<&McpHeaders>) -> Result<(HeaderMap, bool), Error> {
+        let mut headers = self.options.headers.clone();
+        let in_session = {
+            let session = self.lock_session();
+            if let Some(id) = &session.id {
+                headers.insert("mcp-session-id", id.clone());
+            }
+            session.id.is_some()
+        };
+        if let Some(mcp) = mcp {
+            if let Some(v) = &mcp.protocol_version {
+                self.lock_session().version = Some(v.clone());
+            }
+            mirror(&mut headers, mcp)?;
+        }
+        Ok((headers, in_session))
     }
 
     /// The endpoint URL.
@@ -87,22 +152,47 @@ impl HttpTransport {
         body: Bytes,
         mcp: Option<&McpHeaders>,
     ) -> Result<reqwest::Response, Error> {
-        let mut headers = self.options.headers.clone();
+        let (mut headers, in_session) = self.base_headers(mcp)?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(
             ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
         );
-        if let Some(mcp) = mcp {
-            mirror(&mut headers, mcp)?;
-        }
-        self.http
+        let resp = self
+            .http
             .post(self.url.clone())
             .headers(headers)
             .body(body)
             .send()
             .await
-            .map_err(|e| Error::transport_from(format!("POST {} failed", self.url), e))
+            .map_err(|e| Error::transport_from(format!("POST {} failed", self.url), e))?;
+        if in_session && resp.status() == StatusCode::NOT_FOUND {
+            // 2025-11-25 session management: the server ended the session.
+            self.lock_session().id = None;
+            return Err(Error::session_expired(format!(
+                "{} no longer knows this session (HTTP 404)",
+                self.url
+            )));
+        }
+        if resp.status().is_success()
+            && let Some(id) = resp.headers().get("mcp-session-id")
+        {
+            self.lock_session().id = Some(id.clone());
+        }
+        Ok(resp)
+    }
+
+    /// The headers of a `GET` or `DELETE` in the session.
+    fn session_request(&self, method: http::Method) -> Result<reqwest::RequestBuilder, Error> {
+        let (mut headers, _) = self.base_headers(None)?;
+        let version = self.lock_session().version.clone();
+        if let Some(v) = version {
+            headers.insert(
+                "mcp-protocol-version",
+                HeaderValue::from_str(&v).map_err(|_| bad_header(&v))?,
+            );
+        }
+        Ok(self.http.request(method, self.url.clone()).headers(headers))
     }
 }
 
@@ -171,9 +261,10 @@ fn decode_body(status: StatusCode, body: &[u8], max: usize) -> Result<Message, E
         Err(e) if status.is_success() => Err(Error::protocol(format!(
             "HTTP {status} with a body that is not JSON-RPC: {e}"
         ))),
-        Err(_) => Err(Error::transport(format!(
-            "HTTP {status} without a JSON-RPC body"
-        ))),
+        Err(_) => Err(Error::http_status(
+            status.as_u16(),
+            format!("HTTP {status} without a JSON-RPC body"),
+        )),
     }
 }
 
@@ -185,11 +276,32 @@ impl Transport for HttpTransport {
             let max = self.options.max_body;
             if status.is_success() && is_event_stream(&resp) {
                 let (tx, rx) = mpsc::channel(16);
-                tokio::spawn(read_sse(resp, tx, max));
-                // Dropping the frames drops `rx`; the reader then drops the
-                // response, closing the stream: that is the cancellation
-                // (CANC-C1, HTTP-S30).
-                return Ok(Frames::new(rx));
+                tokio::spawn(read_sse(resp, tx, max, self.clone()));
+                if self.lock_session().id.is_none() {
+                    // Dropping the frames drops `rx`; the reader then drops
+                    // the response, closing the stream: that is the
+                    // cancellation (CANC-C1, HTTP-S30).
+                    return Ok(Frames::new(rx));
+                }
+                // In a legacy session a closed stream is not a
+                // cancellation: say it (2025-11-25 cancellation).
+                let this = self.clone();
+                let id = request.id;
+                let version = request.headers.protocol_version;
+                return Ok(Frames::with_cancel(rx, move || {
+                    tokio::spawn(async move {
+                        let n = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "cancelled by the client"}});
+                        let mcp = McpHeaders {
+                            protocol_version: version,
+                            method: Some("notifications/cancelled".to_owned()),
+                            ..McpHeaders::default()
+                        };
+                        if let Ok(body) = serde_json::to_vec(&n) {
+                            let _ = this.post(Bytes::from(body), Some(&mcp)).await;
+                        }
+                    });
+                }));
             }
             let body = read_body(&mut resp, max).await?;
             decode_body(status, &body, max).map(Frames::ready)
@@ -200,10 +312,8 @@ impl Transport for HttpTransport {
         Box::pin(async move {
             // HTTP-S6: no header rules are defined for notifications; send
             // Mcp-Method anyway (DIGEST §11 A15 lets servers accept either).
-            let mcp = McpHeaders {
-                method: Some(notification.method.clone()),
-                ..McpHeaders::default()
-            };
+            let mut mcp = notification.headers;
+            mcp.method.get_or_insert(notification.method);
             let mut resp = self.post(notification.body, Some(&mcp)).await?;
             let status = resp.status();
             if status.is_success() {
@@ -219,19 +329,100 @@ impl Transport for HttpTransport {
         })
     }
 
+    fn respond(&self, response: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            let mut resp = self.post(response.body, Some(&response.headers)).await?;
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            let body = read_body(&mut resp, self.options.max_body).await?;
+            match decode_body(status, &body, self.options.max_body)? {
+                Message::Error(e) => Err(Error::remote(e.error)),
+                _ => Err(Error::http_status(
+                    status.as_u16(),
+                    format!(
+                        "the answer to request {} was refused with HTTP {status}",
+                        response.id
+                    ),
+                )),
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            if self.lock_session().id.is_none() {
+                return Ok(());
+            }
+            let request = self.session_request(http::Method::DELETE)?;
+            self.lock_session().id = None;
+            let resp = request
+                .send()
+                .await
+                .map_err(|e| Error::transport_from(format!("DELETE {} failed", self.url), e))?;
+            // 405: the server does not let clients end sessions; 404: it
+            // already forgot it. Either way the session is over for us.
+            match resp.status() {
+                s if s.is_success()
+                    || s == StatusCode::METHOD_NOT_ALLOWED
+                    || s == StatusCode::NOT_FOUND =>
+                {
+                    Ok(())
+                }
+                s => Err(Error::http_status(
+                    s.as_u16(),
+                    format!("DELETE {} answered HTTP {s}", self.url),
+                )),
+            }
+        })
+    }
+
     fn mirrors_headers(&self) -> bool {
         true
     }
 }
 
+/// Resumes a broken SSE stream: `GET` with `Last-Event-ID` (2025-11-25
+/// resumability); an error when the server does not offer it.
+async fn resume(transport: &HttpTransport, last_id: &str) -> Result<reqwest::Response, Error> {
+    let request = transport
+        .session_request(http::Method::GET)?
+        .header(ACCEPT, "text/event-stream")
+        .header(
+            "last-event-id",
+            HeaderValue::from_str(last_id).map_err(|_| bad_header(last_id))?,
+        );
+    let resp = request
+        .send()
+        .await
+        .map_err(|e| Error::transport_from(format!("GET {} failed", transport.url), e))?;
+    if resp.status().is_success() && is_event_stream(&resp) {
+        Ok(resp)
+    } else {
+        Err(Error::http_status(
+            resp.status().as_u16(),
+            format!(
+                "the SSE stream ended early and resuming it with GET {} got HTTP {}",
+                transport.url,
+                resp.status()
+            ),
+        ))
+    }
+}
+
 /// Feeds SSE events to `tx` until the final response, the end of the
-/// stream, or the receiver going away.
+/// stream, or the receiver going away. A stream that ends (or breaks) after
+/// the server gave its events ids is resumed from the last one; one that
+/// never did ends the request (HTTP-20: modern servers send no ids).
 async fn read_sse(
     mut resp: reqwest::Response,
     tx: mpsc::Sender<Result<Message, Error>>,
     max: usize,
+    transport: HttpTransport,
 ) {
     let mut sse = SseDecoder::new(max);
+    let mut resumes = 0;
     let limits = Limits {
         max_bytes: max,
         ..Limits::default()
@@ -241,44 +432,86 @@ async fn read_sse(
             () = tx.closed() => return,
             c = resp.chunk() => c,
         };
-        let chunk = match chunk {
-            Ok(Some(c)) => c,
-            // The stream ended: the client reports a missing response.
-            Ok(None) => return,
-            Err(e) => {
-                let _ = tx
-                    .send(Err(Error::transport_from("the SSE stream broke off", e)))
-                    .await;
-                return;
-            }
+        let broke = match chunk {
+            Ok(Some(c)) => match feed(&mut sse, &c, &limits, &tx).await {
+                Fed::More => continue,
+                Fed::Done => return,
+            },
+            Ok(None) => None,
+            Err(e) => Some(Error::transport_from("the SSE stream broke off", e)),
         };
-        let events = match sse.feed(&chunk) {
-            Ok(events) => events,
+        let Some(last_id) = sse.last_id.clone().filter(|_| resumes < MAX_RESUMES) else {
+            // The client reports a missing response when the stream just
+            // ended.
+            if let Some(e) = broke {
+                let _ = tx.send(Err(e)).await;
+            }
+            return;
+        };
+        resumes += 1;
+        let wait = sse.retry.map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY));
+        tokio::select! {
+            () = tx.closed() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        tracing::debug!(%last_id, ?wait, "resuming an SSE stream");
+        match resume(&transport, &last_id).await {
+            Ok(next) => {
+                resp = next;
+                sse.restart();
+            }
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
-                return;
-            }
-        };
-        for data in events {
-            let frame = decode_message(data.as_bytes(), &limits)
-                .map_err(|e| Error::protocol(format!("an SSE event that is not JSON-RPC: {e}")));
-            let last = matches!(frame, Ok(Message::Result(_) | Message::Error(_)) | Err(_));
-            if tx.send(frame).await.is_err() || last {
                 return;
             }
         }
     }
 }
 
+enum Fed {
+    More,
+    Done,
+}
+
+/// Hands the events completed by `chunk` to `tx`.
+async fn feed(
+    sse: &mut SseDecoder,
+    chunk: &[u8],
+    limits: &Limits,
+    tx: &mpsc::Sender<Result<Message, Error>>,
+) -> Fed {
+    let events = match sse.feed(chunk) {
+        Ok(events) => events,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return Fed::Done;
+        }
+    };
+    for data in events {
+        let frame = decode_message(data.as_bytes(), limits)
+            .map_err(|e| Error::protocol(format!("an SSE event that is not JSON-RPC: {e}")));
+        let last = matches!(frame, Ok(Message::Result(_) | Message::Error(_)) | Err(_));
+        if tx.send(frame).await.is_err() || last {
+            return Fed::Done;
+        }
+    }
+    Fed::More
+}
+
 /// A minimal `text/event-stream` decoder (HTTP-A3): events without a name
-/// or named `message` carry JSON-RPC in `data`; comments, `id:`, `retry:`
-/// and events with empty data are ignored.
+/// or named `message` carry JSON-RPC in `data`; comments and events with
+/// empty data are skipped. `id:` and `retry:` are remembered for resuming
+/// (2025-11-25 resumability); a modern server sends neither (HTTP-20).
 #[derive(Debug)]
 pub(crate) struct SseDecoder {
     buf: Vec<u8>,
     data: String,
     event: String,
     max: usize,
+    /// The last event id the server gave (SSE's last-event-id buffer).
+    pub(crate) last_id: Option<String>,
+    /// The reconnection delay the server asked for.
+    pub(crate) retry: Option<Duration>,
 }
 
 impl SseDecoder {
@@ -288,7 +521,17 @@ impl SseDecoder {
             data: String::new(),
             event: String::new(),
             max,
+            last_id: None,
+            retry: None,
         }
+    }
+
+    /// A new stream of the same source: partial lines and events are
+    /// dropped, the last id and retry delay kept.
+    pub(crate) fn restart(&mut self) {
+        self.buf.clear();
+        self.data.clear();
+        self.event.clear();
     }
 
     /// Feeds bytes; returns the data of every event completed by them.
@@ -343,7 +586,15 @@ impl SseDecoder {
                 self.data.push_str(value);
             }
             "event" => self.event = value.to_owned(),
-            // `id` and `retry` are ignored: no resumption (HTTP-20).
+            // SSE: an id with NUL is ignored; an empty one resets.
+            "id" if !value.contains('\0') => {
+                self.last_id = (!value.is_empty()).then(|| value.to_owned());
+            }
+            "retry" => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.retry = Some(Duration::from_millis(ms));
+                }
+            }
             _ => {}
         }
     }

@@ -7,14 +7,23 @@
 //! `progressToken` (PROG-S4). A child that exits or writes a line that is
 //! not JSON-RPC fails every pending call with a clear error, never a hang.
 //! Dropping a call's frames sends `notifications/cancelled` (STDIO-C7).
+//!
+//! A 2025-11-25 server sends requests of its own (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`) while it handles a call; stdio
+//! does not say which call they belong to, so they go to the newest pending
+//! request, whose client answers them through [`Transport::respond`].
+//! `ping` is answered here.
 
 use std::collections::HashMap;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tern_client::{BoxFuture, Error, Frames, OutboundNotification, OutboundRequest, Transport};
+use tern_client::{
+    BoxFuture, Error, Frames, OutboundNotification, OutboundRequest, OutboundResponse, Transport,
+};
 use tern_proto::decode::{Limits, Message, decode_message};
 use tern_types::{RequestId, meta_keys};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -52,6 +61,8 @@ enum Cmd {
 struct Route {
     tx: mpsc::Sender<Result<Message, Error>>,
     progress: Option<Value>,
+    /// The order requests were sent in.
+    seq: u64,
 }
 
 struct Shared {
@@ -59,6 +70,7 @@ struct Shared {
     /// Why the transport is dead, once it is.
     dead: Mutex<Option<String>>,
     writer: mpsc::UnboundedSender<Cmd>,
+    next_seq: AtomicU64,
 }
 
 impl Shared {
@@ -73,6 +85,19 @@ impl Shared {
         };
         for route in routes {
             let _ = route.tx.try_send(Err(error()));
+        }
+    }
+
+    /// The newest pending request: where a legacy server's requests and
+    /// unattributed notifications go.
+    fn newest(&self) -> Option<mpsc::Sender<Result<Message, Error>>> {
+        let routes = self.routes.lock().ok()?;
+        routes.values().max_by_key(|r| r.seq).map(|r| r.tx.clone())
+    }
+
+    fn write_json(&self, message: &Value) {
+        if let Ok(body) = serde_json::to_vec(message) {
+            let _ = self.writer.send(Cmd::Line(body.into()));
         }
     }
 
@@ -154,6 +179,7 @@ impl StdioTransport {
             routes: Mutex::new(HashMap::new()),
             dead: Mutex::new(None),
             writer,
+            next_seq: AtomicU64::new(0),
         });
         tokio::spawn(write_loop(stdin, commands, shared.clone()));
         tokio::spawn(read_loop(stdout, shared.clone(), options.max_line_bytes));
@@ -256,7 +282,10 @@ async fn read_loop(stdout: ChildStdout, shared: Arc<Shared>, max_line: usize) {
                 }
             },
             Ok(Message::Notification(n)) => {
-                match shared.route_notification(&n.method, n.params.as_ref()) {
+                let to = shared
+                    .route_notification(&n.method, n.params.as_ref())
+                    .or_else(|| (!is_listen(&n)).then(|| shared.newest()).flatten());
+                match to {
                     Some(tx) => {
                         let _ = tx.try_send(Ok(Message::Notification(n)));
                     }
@@ -265,10 +294,23 @@ async fn read_loop(stdout: ChildStdout, shared: Arc<Shared>, max_line: usize) {
                     }
                 }
             }
-            // BASE-7: servers never send requests; ignore it.
-            Ok(Message::Request(r)) => {
-                tracing::warn!(method = %r.method, "the server sent a request; ignored");
+            // 2025-11-25: a server may ping the client at any time.
+            Ok(Message::Request(r)) if r.method == "ping" => {
+                shared.write_json(&json!({"jsonrpc": "2.0", "id": r.id, "result": {}}));
             }
+            // A legacy server's request during a call (a modern one never
+            // sends any, BASE-7; its client refuses it).
+            Ok(Message::Request(r)) => match shared.newest() {
+                Some(tx) => {
+                    let _ = tx.send(Ok(Message::Request(r))).await;
+                }
+                None => {
+                    tracing::debug!(method = %r.method, "a server request outside any call");
+                    shared.write_json(&json!({"jsonrpc": "2.0", "id": r.id, "error": {
+                        "code": -32601,
+                        "message": format!("{} outside a call is not served by this client", r.method)}}));
+                }
+            },
             Err(e) => {
                 // Garbage on stdout (STDIO-S3): the framing cannot be
                 // trusted any more.
@@ -316,6 +358,7 @@ impl Transport for StdioTransport {
                     Route {
                         tx,
                         progress: request.progress_token.clone(),
+                        seq: self.shared.next_seq.fetch_add(1, Ordering::Relaxed),
                     },
                 );
             }
@@ -340,6 +383,27 @@ impl Transport for StdioTransport {
                 .map_err(|_| Error::transport("the server's stdin is closed"))
         })
     }
+
+    fn respond(&self, response: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            if let Some(reason) = self.shared.dead() {
+                return Err(Error::transport(reason));
+            }
+            self.shared
+                .writer
+                .send(Cmd::Line(response.body))
+                .map_err(|_| Error::transport("the server's stdin is closed"))
+        })
+    }
+}
+
+/// A listen-stream notification is for its stream only (SUB-C5).
+fn is_listen(n: &tern_types::Notification) -> bool {
+    n.params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(meta_keys::SUBSCRIPTION_ID))
+        .is_some()
 }
 
 /// STDIO-C7: a request the client gave up on is cancelled on the wire,

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use serde_json::{Map, Value, json};
 use tern::client::{
-    BoxFuture, Client, Error, InputContext, InputKinds, InputProvider, Refusal, Step,
+    BoxFuture, Client, EraPolicy, Error, InputContext, InputKinds, InputProvider, Refusal, Step,
 };
 use tern::http::HttpTransport;
 use tern::types::{
@@ -217,6 +217,15 @@ async fn run(scenario: &str, client: &Client) -> Result<(), Error> {
                 client.call_tool(name, args).await?;
             }
         }
+        // 2025-11-25 sessions (the client falls back from its probe,
+        // COMPAT-C5/C8): the form defaults (SEP-1034) and SSE resumption.
+        "elicitation-sep1034-client-defaults" | "sse-retry" => {
+            for tool in all_tools(client).await? {
+                client
+                    .call_tool(&tool.name, sample_arguments(&tool))
+                    .await?;
+            }
+        }
         "http-invalid-tool-headers" => {
             // Tools with invalid annotations never reach this list
             // (HTTP-XMH-C3); call every one that did.
@@ -318,8 +327,14 @@ async fn main() -> ExitCode {
             env!("CARGO_PKG_VERSION"),
         ))
         .provider(AutoProvider)
+        // Both revisions' scenarios: probe, then fall back (COMPAT-C5/C8).
+        .era(EraPolicy::Auto)
         .build();
-    match run(&scenario, &client).await {
+    let outcome = run(&scenario, &client).await;
+    if let Err(e) = client.close().await {
+        eprintln!("ending the session failed: {e}");
+    }
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("scenario {scenario:?} failed: {e}");
