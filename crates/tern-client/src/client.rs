@@ -579,11 +579,13 @@ impl Client {
     pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Map<String, Value>, Error> {
         let mut reopened = false;
         loop {
-            let connection = self.connection().await?;
+            // Boxed: the first-contact probe and the legacy exchange are
+            // large and rare; the modern path stays small.
+            let connection = Box::pin(self.connection()).await?;
             let Connection::Legacy(session) = &*connection else {
                 return self.send_modern(call).await;
             };
-            match self.send_legacy(call, Some(&session.version)).await {
+            match Box::pin(self.send_legacy(call, Some(&session.version))).await {
                 Err(e) if e.is_session_expired() && !reopened => {
                     tracing::debug!("the server forgot the session; opening a new one");
                     reopened = true;

@@ -252,9 +252,8 @@ impl Client {
             client_info: info,
             meta: None,
         };
-        let params = match serde_json::to_value(params) {
-            Ok(Value::Object(m)) => m,
-            _ => return Err(Error::usage("cannot encode the initialize request")),
+        let Ok(Value::Object(params)) = serde_json::to_value(params) else {
+            return Err(Error::usage("cannot encode the initialize request"));
         };
         let opts = crate::CallOptions::default();
         let call = Call {
