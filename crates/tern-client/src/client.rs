@@ -501,19 +501,11 @@ impl Client {
     /// Sends a notification with `params` (e.g. `notifications/cancelled` on
     /// stdio), in the session's version when the server is legacy.
     pub async fn notify(&self, method: &str, params: Map<String, Value>) -> Result<(), Error> {
-        let version = match self.known_connection().as_deref() {
+        let version = match self.known().as_deref() {
             Some(Connection::Legacy(s)) => Some(s.version.clone()),
             _ => None,
         };
         self.notify_with(method, params, version.as_deref()).await
-    }
-
-    fn known_connection(&self) -> Option<Arc<Connection>> {
-        self.inner
-            .connection
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
     }
 
     pub(crate) async fn notify_with(

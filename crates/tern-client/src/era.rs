@@ -64,6 +64,15 @@ pub(crate) enum Connection {
     Legacy(LegacySession),
 }
 
+impl Connection {
+    fn era(&self) -> Era {
+        match self {
+            Connection::Modern(_) => Era::Modern,
+            Connection::Legacy(_) => Era::Legacy,
+        }
+    }
+}
+
 /// An open 2025-11-25 session: the negotiated version and what the server
 /// said in `initialize`.
 pub(crate) struct LegacySession {
@@ -94,34 +103,18 @@ impl Client {
     /// otherwise do. Returns the era; it is kept for the life of the client
     /// (COMPAT-C10).
     pub async fn connect(&self) -> Result<Era, Error> {
-        Ok(match &*self.connection().await? {
-            Connection::Modern(_) => Era::Modern,
-            Connection::Legacy(_) => Era::Legacy,
-        })
+        Ok(self.connection().await?.era())
     }
 
     /// The server's era, once known.
     pub fn era(&self) -> Option<Era> {
-        let known = self
-            .inner
-            .connection
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        known.as_deref().map(|c| match c {
-            Connection::Modern(_) => Era::Modern,
-            Connection::Legacy(_) => Era::Legacy,
-        })
+        self.known().map(|c| c.era())
     }
 
     /// What a 2025-11-25 server answered to `initialize`, in a legacy
     /// session.
     pub fn initialize_result(&self) -> Option<InitializeResult> {
-        let known = self
-            .inner
-            .connection
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        match known.as_deref() {
+        match self.known().as_deref() {
             Some(Connection::Legacy(s)) => Some(s.init.clone()),
             _ => None,
         }
@@ -161,7 +154,8 @@ impl Client {
         Ok(c)
     }
 
-    fn known(&self) -> Option<Arc<Connection>> {
+    /// The connection, if the server was reached already.
+    pub(crate) fn known(&self) -> Option<Arc<Connection>> {
         self.inner
             .connection
             .read()
