@@ -1,5 +1,6 @@
 //! Decides whether the interop tests can run here: they need `node` and the
-//! SDK installed in `interop/ts` (`npm ci` there). Without them the tests
+//! TypeScript SDK installed in `interop/ts` (`npm ci` there), and the Python
+//! SDK in the venv `interop/py/.venv`. Without them the tests
 //! are compiled as ignored, so the runner lists them as skipped, unless
 //! `CI` is set: there a missing peer is a failure, never a silent pass.
 
@@ -22,5 +23,28 @@ fn main() {
             "cargo::warning=the TypeScript SDK peer is not installed: the interop tests are skipped here (CI requires them; run `npm ci` in interop/ts)"
         );
         println!("cargo::rustc-cfg=tern_no_ts_sdk");
+    }
+    // The Python SDK peer: a venv in interop/py with `mcp` installed
+    // (`pip install --no-deps -r requirements.txt` there).
+    println!("cargo::rustc-check-cfg=cfg(tern_no_py_sdk)");
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/py/.venv");
+    let python = venv.join("bin/python");
+    println!("cargo::rerun-if-changed={}", python.display());
+    // site-packages sits under lib/pythonX.Y, X.Y being whatever made the venv.
+    let mut py_sdk = false;
+    for lib in std::fs::read_dir(venv.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let mcp = lib.path().join("site-packages/mcp/__init__.py");
+        println!("cargo::rerun-if-changed={}", mcp.display());
+        py_sdk |= mcp.is_file();
+    }
+    if !(ci || (python.is_file() && py_sdk)) {
+        println!(
+            "cargo::warning=the Python SDK peer is not installed: its interop tests are skipped here (CI requires them; see .ci/run for the venv in interop/py)"
+        );
+        println!("cargo::rustc-cfg=tern_no_py_sdk");
     }
 }

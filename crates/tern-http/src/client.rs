@@ -26,8 +26,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use tern_client::{
     BoxFuture, Error, Frames, OutboundNotification, OutboundRequest, OutboundResponse, Transport,
 };
-use tern_proto::McpHeaders;
 use tern_proto::decode::{Limits, Message, decode_message};
+use tern_proto::{McpError, McpHeaders};
 use tokio::sync::mpsc;
 
 /// Options of the HTTP client transport.
@@ -63,10 +63,19 @@ impl HttpClientOptions {
 /// A client [`Transport`] speaking Streamable HTTP to one endpoint.
 #[derive(Clone, Debug)]
 pub struct HttpTransport {
+    core: Core,
+    /// Ends the session's `GET` listener when the last clone goes.
+    listener: Arc<Listener>,
+}
+
+/// What the transport and its `GET` listener share.
+#[derive(Clone, Debug)]
+struct Core {
     http: reqwest::Client,
     url: reqwest::Url,
     options: HttpClientOptions,
     session: Arc<Mutex<Session>>,
+    calls: Arc<Mutex<Calls>>,
 }
 
 /// The legacy session, once the server assigned one.
@@ -74,6 +83,102 @@ pub struct HttpTransport {
 struct Session {
     id: Option<HeaderValue>,
     version: Option<String>,
+}
+
+/// The calls of a legacy session waiting for their responses, newest last:
+/// what the server sends on the session's `GET` stream goes to the newest
+/// (2025-11-25 lets a server send a call's requests there instead of on the
+/// call's own stream).
+#[derive(Debug, Default)]
+struct Calls {
+    next: u64,
+    open: Vec<Call>,
+}
+
+#[derive(Debug)]
+struct Call {
+    seq: u64,
+    id: tern_types::RequestId,
+    tx: mpsc::Sender<Result<Message, Error>>,
+}
+
+impl Calls {
+    fn add(&mut self, id: tern_types::RequestId, tx: mpsc::Sender<Result<Message, Error>>) -> u64 {
+        self.open.retain(|c| !c.tx.is_closed());
+        self.next += 1;
+        self.open.push(Call {
+            seq: self.next,
+            id,
+            tx,
+        });
+        self.next
+    }
+
+    fn remove(&mut self, seq: u64) {
+        self.open.retain(|c| c.seq != seq && !c.tx.is_closed());
+    }
+
+    fn newest(&mut self) -> Option<mpsc::Sender<Result<Message, Error>>> {
+        self.open.retain(|c| !c.tx.is_closed());
+        self.open.last().map(|c| c.tx.clone())
+    }
+
+    fn by_id(
+        &mut self,
+        id: &tern_types::RequestId,
+    ) -> Option<mpsc::Sender<Result<Message, Error>>> {
+        self.open.retain(|c| !c.tx.is_closed());
+        self.open.iter().find(|c| c.id == *id).map(|c| c.tx.clone())
+    }
+}
+
+/// The session's standalone `GET` stream: opened once, after the session
+/// exists; aborted when the session ends or the transport is dropped.
+#[derive(Debug)]
+struct Listener {
+    state: Mutex<ListenerState>,
+    /// Turns true once the server answered the `GET` (or refused it).
+    answered: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Listener {
+    fn default() -> Self {
+        Listener {
+            state: Mutex::default(),
+            answered: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+enum ListenerState {
+    #[default]
+    NotOpened,
+    /// Reading the stream of the session with this id.
+    Running(tokio::task::AbortHandle, HeaderValue),
+    /// The session ended.
+    Over,
+}
+
+/// How long a call waits for the server to answer the session's `GET`
+/// before going out anyway: a server sends a call's requests on that stream
+/// only once it is there, but a proxy may hold its headers back until the
+/// first event, and the stream keeps working when they come.
+const LISTENER_GRACE: Duration = Duration::from_secs(1);
+
+impl Listener {
+    fn stop(&self) {
+        let mut s = lock(&self.state);
+        if let ListenerState::Running(h, _) = std::mem::replace(&mut *s, ListenerState::Over) {
+            h.abort();
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 /// How often a broken SSE stream is resumed before the request fails.
@@ -102,22 +207,34 @@ impl HttpTransport {
             .build()
             .map_err(|e| Error::transport_from("cannot build the HTTP client", e))?;
         Ok(HttpTransport {
-            http,
-            url,
-            options,
-            session: Arc::new(Mutex::new(Session::default())),
+            core: Core {
+                http,
+                url,
+                options,
+                session: Arc::default(),
+                calls: Arc::default(),
+            },
+            listener: Arc::default(),
         })
     }
 
     /// The legacy session id the server assigned, if any.
     pub fn session_id(&self) -> Option<String> {
-        self.lock_session()
+        self.core
+            .lock_session()
             .id
             .as_ref()
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     }
 
+    /// The endpoint URL.
+    pub fn url(&self) -> &str {
+        self.core.url.as_str()
+    }
+}
+
+impl Core {
     fn lock_session(&self) -> std::sync::MutexGuard<'_, Session> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -142,9 +259,12 @@ impl HttpTransport {
         Ok((headers, in_session))
     }
 
-    /// The endpoint URL.
-    pub fn url(&self) -> &str {
-        self.url.as_str()
+    fn in_session(&self) -> bool {
+        self.lock_session().id.is_some()
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     async fn post(
@@ -268,40 +388,256 @@ fn decode_body(status: StatusCode, body: &[u8], max: usize) -> Result<Message, E
     }
 }
 
+impl HttpTransport {
+    /// A call inside a legacy session. It is registered before its POST
+    /// goes out, so whatever the server sends on the `GET` stream while the
+    /// call is open reaches it; the POST runs in its own task and feeds the
+    /// same frames. Dropping the frames early tells the server
+    /// (`notifications/cancelled`: in a session a closed stream is not a
+    /// cancellation).
+    fn session_call(&self, request: OutboundRequest) -> Frames {
+        let (tx, rx) = mpsc::channel(16);
+        let seq = self.core.lock_calls().add(request.id.clone(), tx.clone());
+        let core = self.core.clone();
+        let OutboundRequest {
+            id, body, headers, ..
+        } = request;
+        let version = headers.protocol_version.clone();
+        tokio::spawn(async move {
+            let sent = tokio::select! {
+                () = tx.closed() => None,
+                r = core.post(body, Some(&headers)) => Some(r),
+            };
+            match sent {
+                None => {}
+                Some(Err(e)) => {
+                    let _ = tx.send(Err(e)).await;
+                }
+                Some(Ok(resp)) => core.read_response(resp, tx).await,
+            }
+            // The registry's sender goes too, so a stream that ended without
+            // a response reads as ended.
+            core.lock_calls().remove(seq);
+        });
+        let core = self.core.clone();
+        Frames::with_cancel(rx, move || {
+            core.lock_calls().remove(seq);
+            tokio::spawn(async move {
+                let n = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": id, "reason": "cancelled by the client"}});
+                let mcp = McpHeaders {
+                    protocol_version: version,
+                    method: Some("notifications/cancelled".to_owned()),
+                    ..McpHeaders::default()
+                };
+                if let Ok(body) = serde_json::to_vec(&n) {
+                    let _ = core.post(Bytes::from(body), Some(&mcp)).await;
+                }
+            });
+        })
+    }
+
+    /// Opens the session's standalone `GET` stream once, as soon as there
+    /// is a session (2025-11-25: the client MAY open it; servers send
+    /// requests and notifications there that belong to no POST), and waits
+    /// a moment for the server to take it. A server that offers none (405)
+    /// is left alone.
+    async fn open_listener(&self) {
+        if !self.core.in_session() {
+            return;
+        }
+        self.start_listener();
+        let mut answered = self.listener.answered.subscribe();
+        let _ = tokio::time::timeout(LISTENER_GRACE, answered.wait_for(|a| *a)).await;
+    }
+
+    fn start_listener(&self) {
+        let Some(session) = self.core.lock_session().id.clone() else {
+            return;
+        };
+        let mut s = lock(&self.listener.state);
+        let fresh = match &*s {
+            ListenerState::NotOpened => true,
+            // The server forgot the session and the client opened another.
+            ListenerState::Running(old, id) if *id != session => {
+                old.abort();
+                self.listener.answered.send_replace(false);
+                true
+            }
+            _ => false,
+        };
+        if fresh {
+            let core = self.core.clone();
+            let answered = self.listener.answered.clone();
+            let task = tokio::spawn(async move {
+                let opened = async {
+                    let request = core
+                        .session_request(http::Method::GET)?
+                        .header(ACCEPT, "text/event-stream");
+                    match request.send().await {
+                        Ok(resp) if resp.status().is_success() && is_event_stream(&resp) => {
+                            Ok(resp)
+                        }
+                        Ok(resp) => Err(Error::http_status(
+                            resp.status().as_u16(),
+                            "the server offers no GET stream",
+                        )),
+                        Err(e) => Err(Error::transport_from("GET failed", e)),
+                    }
+                };
+                let opened = opened.await;
+                answered.send_replace(true);
+                match opened {
+                    Ok(resp) => listen(resp, core).await,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "no standalone GET stream for this session");
+                    }
+                }
+            });
+            *s = ListenerState::Running(task.abort_handle(), session);
+        }
+    }
+}
+
+impl Core {
+    /// Reads a POST's answer, JSON or SSE, into `tx`.
+    async fn read_response(
+        &self,
+        mut resp: reqwest::Response,
+        tx: mpsc::Sender<Result<Message, Error>>,
+    ) {
+        let status = resp.status();
+        let max = self.options.max_body;
+        if status.is_success() && is_event_stream(&resp) {
+            read_sse(resp, tx, max, self.clone()).await;
+            return;
+        }
+        let frame = match read_body(&mut resp, max).await {
+            Ok(body) => decode_body(status, &body, max),
+            Err(e) => Err(e),
+        };
+        let _ = tx.send(frame).await;
+    }
+
+    /// Answers a server request the client cannot attribute to a call.
+    async fn answer_alone(&self, id: tern_types::RequestId, error: Option<McpError>) {
+        let body = match error {
+            None => tern_proto::finish::encode_result(&id, &serde_json::Map::new()),
+            Some(e) => tern_proto::finish::encode_error(Some(id), &e),
+        };
+        let mcp = McpHeaders {
+            protocol_version: self.lock_session().version.clone(),
+            ..McpHeaders::default()
+        };
+        if let Err(e) = self.post(body, Some(&mcp)).await {
+            tracing::debug!(error = %e, "cannot answer a request on the GET stream");
+        }
+    }
+
+    /// Hands a message of the `GET` stream to the call it belongs to: a
+    /// response to the call with its id, anything else to the newest call.
+    /// `ping` is answered here; a request while no call is open is refused,
+    /// since nothing can show it to anyone.
+    async fn route(&self, message: Message) {
+        let to = match &message {
+            Message::Result(r) => self.lock_calls().by_id(&r.id),
+            Message::Error(e) => e.id.as_ref().and_then(|id| self.lock_calls().by_id(id)),
+            Message::Request(r) if r.method == "ping" => {
+                return self.answer_alone(r.id.clone(), None).await;
+            }
+            _ => self.lock_calls().newest(),
+        };
+        match (to, message) {
+            (Some(tx), m) => {
+                let _ = tx.send(Ok(m)).await;
+            }
+            (None, Message::Request(r)) => {
+                // Nothing can show it to anyone outside a call.
+                let e = McpError::MethodNotFound {
+                    method: r.method,
+                    supported: None,
+                };
+                self.answer_alone(r.id, Some(e)).await;
+            }
+            (None, m) => tracing::debug!(?m, "a message on the GET stream for no open call"),
+        }
+    }
+}
+
+/// Reads the session's `GET` stream until it ends; resumes it from the last
+/// event id when the server gave ids.
+async fn listen(mut resp: reqwest::Response, core: Core) {
+    let max = core.options.max_body;
+    let limits = Limits {
+        max_bytes: max,
+        ..Limits::default()
+    };
+    let mut sse = SseDecoder::new(max);
+    let mut resumes = 0;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                let events = match sse.feed(&chunk) {
+                    Ok(events) => events,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "the GET stream is unreadable");
+                        return;
+                    }
+                };
+                for data in events {
+                    resumes = 0;
+                    match decode_message(data.as_bytes(), &limits) {
+                        Ok(m) => core.route(m).await,
+                        Err(e) => {
+                            tracing::debug!(error = %e.error, "an SSE event that is not JSON-RPC");
+                        }
+                    }
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(error = %e, "the GET stream broke off"),
+        }
+        let Some(last_id) = sse.last_id.clone().filter(|_| resumes < MAX_RESUMES) else {
+            return;
+        };
+        resumes += 1;
+        tokio::time::sleep(sse.retry.map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY))).await;
+        match resume(&core, &last_id).await {
+            Ok(next) => {
+                resp = next;
+                sse.restart();
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "the GET stream cannot be resumed");
+                return;
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Transport for HttpTransport {
     fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, Error>> {
         Box::pin(async move {
-            let mut resp = self.post(request.body, Some(&request.headers)).await?;
+            if self.core.in_session() {
+                self.open_listener().await;
+                return Ok(self.session_call(request));
+            }
+            let core = &self.core;
+            let mut resp = core.post(request.body, Some(&request.headers)).await?;
             let status = resp.status();
-            let max = self.options.max_body;
+            let max = core.options.max_body;
             if status.is_success() && is_event_stream(&resp) {
                 let (tx, rx) = mpsc::channel(16);
-                tokio::spawn(read_sse(resp, tx, max, self.clone()));
-                if self.lock_session().id.is_none() {
-                    // Dropping the frames drops `rx`; the reader then drops
-                    // the response, closing the stream: that is the
-                    // cancellation (CANC-C1, HTTP-S30).
-                    return Ok(Frames::new(rx));
-                }
-                // In a legacy session a closed stream is not a
-                // cancellation: say it (2025-11-25 cancellation).
-                let this = self.clone();
-                let id = request.id;
-                let version = request.headers.protocol_version;
-                return Ok(Frames::with_cancel(rx, move || {
-                    tokio::spawn(async move {
-                        let n = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                            "params": {"requestId": id, "reason": "cancelled by the client"}});
-                        let mcp = McpHeaders {
-                            protocol_version: version,
-                            method: Some("notifications/cancelled".to_owned()),
-                            ..McpHeaders::default()
-                        };
-                        if let Ok(body) = serde_json::to_vec(&n) {
-                            let _ = this.post(Bytes::from(body), Some(&mcp)).await;
-                        }
-                    });
-                }));
+                tokio::spawn(read_sse(resp, tx, max, core.clone()));
+                // Dropping the frames drops `rx`; the reader then drops the
+                // response, closing the stream: that is the cancellation
+                // (CANC-C1, HTTP-S30).
+                return Ok(Frames::new(rx));
             }
             let body = read_body(&mut resp, max).await?;
             decode_body(status, &body, max).map(Frames::ready)
@@ -314,13 +650,17 @@ impl Transport for HttpTransport {
             // Mcp-Method anyway (DIGEST §11 A15 lets servers accept either).
             let mut mcp = notification.headers;
             mcp.method.get_or_insert(notification.method);
-            let mut resp = self.post(notification.body, Some(&mcp)).await?;
+            let mut resp = self.core.post(notification.body, Some(&mcp)).await?;
             let status = resp.status();
             if status.is_success() {
+                // After `notifications/initialized` the session is ready
+                // for its GET stream.
+                self.open_listener().await;
                 return Ok(());
             }
-            let body = read_body(&mut resp, self.options.max_body).await?;
-            match decode_body(status, &body, self.options.max_body)? {
+            let max = self.core.options.max_body;
+            let body = read_body(&mut resp, max).await?;
+            match decode_body(status, &body, max)? {
                 Message::Error(e) => Err(Error::remote(e.error)),
                 _ => Err(Error::transport(format!(
                     "notification refused with HTTP {status}"
@@ -331,13 +671,17 @@ impl Transport for HttpTransport {
 
     fn respond(&self, response: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            let mut resp = self.post(response.body, Some(&response.headers)).await?;
+            let mut resp = self
+                .core
+                .post(response.body, Some(&response.headers))
+                .await?;
             let status = resp.status();
             if status.is_success() {
                 return Ok(());
             }
-            let body = read_body(&mut resp, self.options.max_body).await?;
-            match decode_body(status, &body, self.options.max_body)? {
+            let max = self.core.options.max_body;
+            let body = read_body(&mut resp, max).await?;
+            match decode_body(status, &body, max)? {
                 Message::Error(e) => Err(Error::remote(e.error)),
                 _ => Err(Error::http_status(
                     status.as_u16(),
@@ -352,15 +696,17 @@ impl Transport for HttpTransport {
 
     fn close(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            if self.lock_session().id.is_none() {
+            self.listener.stop();
+            if !self.core.in_session() {
                 return Ok(());
             }
-            let request = self.session_request(http::Method::DELETE)?;
-            self.lock_session().id = None;
+            let request = self.core.session_request(http::Method::DELETE)?;
+            self.core.lock_session().id = None;
+            let url = &self.core.url;
             let resp = request
                 .send()
                 .await
-                .map_err(|e| Error::transport_from(format!("DELETE {} failed", self.url), e))?;
+                .map_err(|e| Error::transport_from(format!("DELETE {url} failed"), e))?;
             // 405: the server does not let clients end sessions; 404: it
             // already forgot it. Either way the session is over for us.
             match resp.status() {
@@ -372,7 +718,7 @@ impl Transport for HttpTransport {
                 }
                 s => Err(Error::http_status(
                     s.as_u16(),
-                    format!("DELETE {} answered HTTP {s}", self.url),
+                    format!("DELETE {url} answered HTTP {s}"),
                 )),
             }
         })
@@ -385,7 +731,7 @@ impl Transport for HttpTransport {
 
 /// Resumes a broken SSE stream: `GET` with `Last-Event-ID` (2025-11-25
 /// resumability); an error when the server does not offer it.
-async fn resume(transport: &HttpTransport, last_id: &str) -> Result<reqwest::Response, Error> {
+async fn resume(transport: &Core, last_id: &str) -> Result<reqwest::Response, Error> {
     let request = transport
         .session_request(http::Method::GET)?
         .header(ACCEPT, "text/event-stream")
@@ -419,7 +765,7 @@ async fn read_sse(
     mut resp: reqwest::Response,
     tx: mpsc::Sender<Result<Message, Error>>,
     max: usize,
-    transport: HttpTransport,
+    transport: Core,
 ) {
     let mut sse = SseDecoder::new(max);
     let mut resumes = 0;

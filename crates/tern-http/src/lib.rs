@@ -13,6 +13,8 @@ mod auth;
 mod client;
 #[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
+mod streams;
 
 #[cfg(feature = "client")]
 pub use client::{HttpClientOptions, HttpTransport};

@@ -19,11 +19,14 @@ use tern_proto::era::era_of;
 use tern_proto::finish::encode_error;
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_server::{Reply, Server, Session, Sink};
+use tern_types::RequestId;
 use tern_types::legacy::Era;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::streams::{GET_STREAM, Streams, parse_event_id};
 
 /// Why a request was refused before it reached the server: 401 with a
 /// `WWW-Authenticate` challenge, or 403 (DIGEST §8).
@@ -114,6 +117,17 @@ struct HttpSession {
     session: Session,
     owner: Principal,
     last_used: Instant,
+    streams: Arc<Streams>,
+    /// Feeds the session's `GET` stream (list changes, resource updates).
+    feed: JoinHandle<()>,
+}
+
+impl Drop for HttpSession {
+    fn drop(&mut self) {
+        // The session is over: nothing of it keeps running.
+        self.feed.abort();
+        self.streams.cancel_all();
+    }
 }
 
 /// The `Mcp-Session-Id` header.
@@ -144,7 +158,7 @@ impl App {
     }
 
     /// The session `id` names, if it is live and `principal` opened it.
-    fn find(&self, id: &str, principal: &Principal) -> Option<Session> {
+    fn find(&self, id: &str, principal: &Principal) -> Option<(Session, Arc<Streams>)> {
         let ttl = self.options.session_ttl;
         let mut all = self.sessions();
         all.retain(|_, s| s.last_used.elapsed() < ttl);
@@ -153,7 +167,7 @@ impl App {
             return None;
         }
         s.last_used = Instant::now();
-        Some(s.session.clone())
+        Some((s.session.clone(), s.streams.clone()))
     }
 
     /// Keeps `session` under a fresh unguessable id, or refuses when full.
@@ -170,12 +184,29 @@ impl App {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        let streams = Arc::new(Streams::default());
+        streams.open(Some(GET_STREAM));
+        let feed = {
+            let (server, session, streams) =
+                (self.server.clone(), session.clone(), streams.clone());
+            tokio::spawn(async move {
+                let (tx, mut rx) = mpsc::channel::<Bytes>(32);
+                let forward = async {
+                    while let Some(m) = rx.recv().await {
+                        streams.push(GET_STREAM, &m, false);
+                    }
+                };
+                tokio::join!(server.session_stream(&session, Sink::new(tx)), forward);
+            })
+        };
         all.insert(
             id.clone(),
             HttpSession {
                 session,
                 owner,
                 last_used: Instant::now(),
+                streams,
+                feed,
             },
         );
         Some(id)
@@ -194,7 +225,7 @@ fn session_not_found() -> Response {
     clippy::result_large_err,
     reason = "the error is the response itself, built once and sent at once"
 )]
-fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Session), Response> {
+fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<Streams>), Response> {
     let principal = app
         .auth
         .authenticate(headers)
@@ -204,32 +235,38 @@ fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Session), Re
         return Err(StatusCode::METHOD_NOT_ALLOWED.into_response());
     };
     match app.find(id, &principal) {
-        Some(s) => Ok((id.to_owned(), s)),
+        Some((_, streams)) => Ok((id.to_owned(), streams)),
         None => Err(session_not_found()),
     }
 }
 
 /// `GET` with a session: its server-to-client stream, kept alive until the
-/// session ends or the client leaves.
+/// session ends or the client leaves; with `Last-Event-ID`, the stream that
+/// id belongs to, from the event after it (2025-11-25 resumability).
 async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let (id, _session) = match named_session(&app, &headers) {
+    let (_, streams) = match named_session(&app, &headers) {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(1);
-    let gone = Arc::clone(&app);
-    // The stream ends when the session does; the sender lives until then.
-    let watch = tokio::spawn(async move {
-        while gone.sessions().contains_key(&id) {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        drop(tx);
-    });
-    let task = AbortOnDrop(Some(tokio::spawn(async move {
-        let _ = watch.await;
-        Reply::Closed
-    })));
-    sse_response(SseBody::streaming_empty(rx, task, app.options.keep_alive))
+    let (stream, after) = match headers.get("last-event-id") {
+        None => (GET_STREAM, None),
+        Some(v) => match v.to_str().ok().and_then(parse_event_id) {
+            Some((stream, n)) if streams.has(stream) => (stream, Some(n)),
+            _ => {
+                return error_response(
+                    &McpError::InvalidRequest(
+                        "Last-Event-ID names no stream this session still keeps".into(),
+                    ),
+                    Some(StatusCode::BAD_REQUEST),
+                );
+            }
+        },
+    };
+    sse_response(Body::from_stream(streams.read(
+        stream,
+        after,
+        app.options.keep_alive,
+    )))
 }
 
 /// `DELETE` with a session ends it.
@@ -403,14 +440,26 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
     // COMPAT-S1: a message in a legacy session, a legacy `initialize`
     // opening one, or a modern request.
     let named = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
-    let session = match named {
+    let (session, streams) = match named {
         Some(id) => match app.find(id, &principal) {
-            Some(s) => Some(s),
+            Some((s, streams)) => (Some(s), Some(streams)),
             None => return session_not_found(),
         },
-        None => None,
+        None => (None, None),
     };
     let opening = session.is_none() && is_legacy_initialize(&body, &app.server);
+    // A legacy request outlives its stream; a cancellation says when it
+    // should not (2025-11-25 cancellation).
+    let mut legacy_call = None;
+    if let Some(streams) = &streams {
+        match in_session(&body, &app.server) {
+            InSession::Request(id) => legacy_call = Some((streams.clone(), id)),
+            InSession::Cancel(id) => {
+                streams.cancel(&id);
+            }
+            InSession::Other => {}
+        }
+    }
     let owner = principal.clone();
     let inbound = Inbound {
         body,
@@ -436,6 +485,9 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
         return r;
     }
     let sse = accepts_sse(&headers);
+    if !sse {
+        legacy_call = None;
+    }
     let (tx, mut rx) = mpsc::channel::<Bytes>(32);
     let sink = if sse { Sink::new(tx) } else { Sink::none() };
     let server = app.server.clone();
@@ -445,9 +497,15 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
             None => server.handle(inbound, sink).await,
         }
     })));
+    if let (Some((streams, id)), Some(h)) = (&legacy_call, &task.0) {
+        streams.running(id.clone(), h.abort_handle());
+    }
     let first = tokio::select! {
         biased;
         done = task.join() => {
+            if let Some((streams, id)) = &legacy_call {
+                streams.finished(id);
+            }
             let reply = done.unwrap_or(Reply::Closed);
             // Notifications sent just before the result still go first.
             let mut queued = Vec::new();
@@ -457,11 +515,74 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
             if queued.is_empty() {
                 return reply_response(reply);
             }
-            return sse_response(SseBody::finished(queued, reply, app.options.keep_alive));
+            return sse_response(Body::from_stream(SseBody::finished(queued, reply, app.options.keep_alive)));
         }
         Some(n) = rx.recv() => n,
     };
-    sse_response(SseBody::streaming(first, rx, task, app.options.keep_alive))
+    let keep_alive = app.options.keep_alive;
+    match (legacy_call, task.0.take()) {
+        (Some((streams, id)), Some(handle)) => {
+            // Detached: the request runs on if the client loses the stream,
+            // and a GET with Last-Event-ID picks up where it left off.
+            let stream = streams.open(None);
+            streams.push(stream, &first, false);
+            tokio::spawn(pump(streams.clone(), stream, rx, handle, id));
+            sse_response(Body::from_stream(streams.read(stream, None, keep_alive)))
+        }
+        (_, handle) => {
+            let task = AbortOnDrop(handle);
+            sse_response(Body::from_stream(SseBody::streaming(
+                first, rx, task, keep_alive,
+            )))
+        }
+    }
+}
+
+/// What a message inside a legacy session is, as far as the transport's own
+/// bookkeeping goes.
+enum InSession {
+    Request(RequestId),
+    Cancel(RequestId),
+    Other,
+}
+
+fn in_session(body: &[u8], server: &Server) -> InSession {
+    match decode_message(body, &server.config().limits) {
+        Ok(Message::Request(r)) if era_of(&r, true) == Era::Legacy => InSession::Request(r.id),
+        Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .map_or(InSession::Other, InSession::Cancel),
+        _ => InSession::Other,
+    }
+}
+
+/// Moves a detached legacy request's messages into its stream's log, the
+/// final response last.
+async fn pump(
+    streams: Arc<Streams>,
+    stream: u64,
+    mut rx: mpsc::Receiver<Bytes>,
+    mut task: JoinHandle<Reply>,
+    id: RequestId,
+) {
+    let reply = loop {
+        tokio::select! {
+            biased;
+            Some(n) = rx.recv() => streams.push(stream, &n, false),
+            done = &mut task => break done.ok(),
+        }
+    };
+    while let Ok(n) = rx.try_recv() {
+        streams.push(stream, &n, false);
+    }
+    match reply {
+        Some(Reply::Message { body, .. }) => streams.push(stream, &body, true),
+        _ => streams.end(stream),
+    }
+    streams.finished(&id);
 }
 
 /// Whether `body` is an `initialize` of the legacy shape (COMPAT-S1).
@@ -480,8 +601,8 @@ fn reply_response(reply: Reply) -> Response {
     }
 }
 
-fn sse_response(body: SseBody) -> Response {
-    let mut r = Response::new(Body::from_stream(body));
+fn sse_response(body: Body) -> Response {
+    let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -540,20 +661,6 @@ impl SseBody {
         interval.reset();
         SseBody {
             queued: [first].into(),
-            rx: Some(rx),
-            task,
-            last: None,
-            keep_alive: interval,
-            done: false,
-        }
-    }
-
-    /// A stream with nothing to send yet: a session's `GET` stream.
-    fn streaming_empty(rx: mpsc::Receiver<Bytes>, task: AbortOnDrop, keep_alive: Duration) -> Self {
-        let mut interval = tokio::time::interval(keep_alive);
-        interval.reset();
-        SseBody {
-            queued: std::collections::VecDeque::new(),
             rx: Some(rx),
             task,
             last: None,

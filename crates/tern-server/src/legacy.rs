@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use tern_proto::accept::{Accepted, Envelope, LOG_LEVELS, RequestMeta};
 use tern_proto::decode::{Message, decode_message};
 use tern_proto::era::era_of;
-use tern_proto::finish::{encode_error, encode_request};
+use tern_proto::finish::{encode_error, encode_notification, encode_request};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_seal::random_bytes;
 use tern_types::legacy::{
@@ -32,7 +32,7 @@ use tern_types::legacy::{
 };
 use tern_types::methods::{FlowMethod, Method};
 use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_keys};
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 
 use crate::ask::{AskContext, Asked};
 use crate::content::ToolResult;
@@ -40,7 +40,7 @@ use crate::extract::CallContext;
 use crate::notify::Sink;
 use crate::outcome::Outcome;
 use crate::registry::Registry;
-use crate::server::{Reply, Server};
+use crate::server::{Change, Reply, Server};
 
 /// A legacy session: what `initialize` fixed, the resources subscribed to,
 /// and the server-initiated requests waiting for the client. Cheap to
@@ -224,6 +224,37 @@ impl Server {
             // SECURITY.md §3.8: only responses to ids this server sent, once.
             tracing::info!(session = %session.inner.tag, %id, "response to no waiting request ignored");
             self.metrics().reject("unsolicited_response");
+        }
+    }
+
+    /// Feeds a legacy session's own stream (the HTTP `GET` stream, or the
+    /// stdio connection) until `sink` closes: `notifications/*/list_changed`
+    /// when the registry changes, and `notifications/resources/updated` for
+    /// the resources the client subscribed to. Nothing is sent before the
+    /// client said `notifications/initialized` (2025-11-25 lifecycle).
+    pub async fn session_stream(&self, session: &Session, sink: Sink) {
+        let mut changes = self.inner.changes.subscribe();
+        loop {
+            let change = tokio::select! {
+                c = changes.recv() => c,
+                () = sink.closed() => return,
+            };
+            let (method, params) = match change {
+                Ok(Change::Tools) => ("notifications/tools/list_changed", json!({})),
+                Ok(Change::Prompts) => ("notifications/prompts/list_changed", json!({})),
+                Ok(Change::Resources) => ("notifications/resources/list_changed", json!({})),
+                Ok(Change::Updated(uri)) if session.is_subscribed(&uri) => {
+                    ("notifications/resources/updated", json!({ "uri": &*uri }))
+                }
+                Ok(Change::Updated(_)) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if !session.is_initialized() {
+                continue;
+            }
+            if !sink.send(encode_notification(method, &params)).await {
+                return;
+            }
         }
     }
 

@@ -54,12 +54,14 @@ pub enum Reply {
 /// (SECURITY.md §3.7). Return an error to refuse.
 pub type Authorize = Arc<dyn Fn(&Principal, &Accepted) -> Result<(), McpError> + Send + Sync>;
 
-/// Which list changed, for listen streams (SUB-S7).
-#[derive(Clone, Copy, Debug)]
+/// Which list changed, for listen streams (SUB-S7), or which resource
+/// changed, for legacy sessions subscribed to it.
+#[derive(Clone, Debug)]
 pub(crate) enum Change {
     Tools,
     Prompts,
     Resources,
+    Updated(Arc<str>),
 }
 
 pub(crate) struct Inner {
@@ -377,6 +379,13 @@ impl Server {
         drop(guard);
         // Nobody listening is fine.
         let _ = self.inner.changes.send(change);
+    }
+
+    /// Tells the legacy sessions subscribed to `uri` that it changed
+    /// (2025-11-25 `notifications/resources/updated`, on each session's own
+    /// stream). A modern client re-reads instead; nothing is kept.
+    pub fn resource_updated(&self, uri: &str) {
+        let _ = self.inner.changes.send(Change::Updated(uri.into()));
     }
 
     /// A route added at run time passes the same startup guards as one

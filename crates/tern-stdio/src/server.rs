@@ -101,6 +101,14 @@ where
     // STDIO: the connection is the legacy session, if `initialize` opens
     // one (COMPAT-S1).
     let session = server.session();
+    // The connection is also the session's own stream: list changes and
+    // resource updates go out on it.
+    let feed = {
+        let (server, session, out) = (server.clone(), session.clone(), out.clone());
+        AbortOnDrop(tokio::spawn(async move {
+            server.session_stream(&session, Sink::new(out)).await;
+        }))
+    };
     let mut conn = Conn {
         server,
         session,
@@ -132,6 +140,7 @@ where
         }
     };
     tracing::debug!("stdio: end of input, finishing in-flight requests");
+    drop(feed);
     conn.end_listens();
     let flights = conn.flights.clone();
     // The writer ends once every sender is gone: ours now, each task's when
@@ -158,6 +167,15 @@ where
     match read_error {
         Some(e) => Err(e),
         None => written,
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

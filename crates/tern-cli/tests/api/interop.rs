@@ -31,7 +31,7 @@ fn run(args: &[&str]) -> Value {
     serde_json::from_str(stdout.trim()).expect("the client prints one JSON object")
 }
 
-fn expect_the_workload(seen: &Value) {
+pub(super) fn expect_the_workload(seen: &Value) {
     assert_eq!(seen["server"]["name"], "tern", "{seen}");
     assert_eq!(
         seen["tools"],

@@ -1,0 +1,348 @@
+//! The SSE streams of one legacy (2025-11-25) HTTP session, kept so a
+//! client that lost one can resume it with `GET` and `Last-Event-ID`
+//! (2025-11-25 transports, "Resumability and Redelivery").
+//!
+//! Every event of a session stream carries an id `{stream}-{n}`: the stream
+//! number names the stream (0 is the session's `GET` stream, the others are
+//! POST responses), so a resumed `GET` replays only what that stream missed
+//! and never another stream's messages. A stream opens with a priming event
+//! (an id and empty data), so even a stream cut before its first message
+//! can be resumed. What is kept is bounded: a few streams per session and a
+//! few hundred events per stream; a client that comes back later than that
+//! loses the oldest events, and a stream no longer kept cannot be resumed.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
+use tern_types::RequestId;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+/// Streams kept per session besides the `GET` stream.
+const MAX_STREAMS: usize = 16;
+/// Events kept per stream.
+const MAX_EVENTS: usize = 256;
+
+/// The session's `GET` stream.
+pub(crate) const GET_STREAM: u64 = 0;
+
+/// The streams of one session; shared by its requests and its readers.
+#[derive(Default)]
+pub(crate) struct Streams {
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    next_stream: u64,
+    logs: VecDeque<Log>,
+    /// The handler tasks still running, by the request they serve, so
+    /// `notifications/cancelled` can stop one (2025-11-25 cancellation: in a
+    /// session a closed stream is not a cancellation).
+    running: HashMap<RequestId, AbortHandle>,
+    /// The session ended: every reader ends too.
+    closed: bool,
+}
+
+struct Log {
+    stream: u64,
+    /// The number of `events[0]`.
+    first: u64,
+    events: VecDeque<Bytes>,
+    done: bool,
+    /// Bumped by every new reader: an older reader of the same stream ends,
+    /// so each message goes out on one connection only.
+    reader: u64,
+}
+
+impl Log {
+    fn new(stream: u64) -> Self {
+        Log {
+            stream,
+            first: 0,
+            events: VecDeque::new(),
+            done: false,
+            reader: 0,
+        }
+    }
+
+    fn next_n(&self) -> u64 {
+        self.first + self.events.len() as u64
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        let n = self.next_n();
+        self.events.push_back(frame(self.stream, n, data));
+        if self.events.len() > MAX_EVENTS {
+            self.events.pop_front();
+            self.first += 1;
+        }
+    }
+}
+
+fn frame(stream: u64, n: u64, data: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(data.len() + 32);
+    b.extend_from_slice(format!("id: {stream}-{n}\ndata: ").as_bytes());
+    b.extend_from_slice(data);
+    b.extend_from_slice(b"\n\n");
+    b.freeze()
+}
+
+/// Where a `Last-Event-ID` points: a stream and the last event the client
+/// has.
+pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (s, n) = id.split_once('-')?;
+    Some((s.parse().ok()?, n.parse().ok()?))
+}
+
+impl Streams {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens a stream with its priming event; returns its number.
+    pub(crate) fn open(&self, stream: Option<u64>) -> u64 {
+        let mut s = self.lock();
+        let stream = stream.unwrap_or_else(|| {
+            s.next_stream += 1;
+            s.next_stream
+        });
+        let mut log = Log::new(stream);
+        log.push(b"");
+        s.logs.push_back(log);
+        // Forget the oldest finished streams first, then the oldest.
+        while s.logs.iter().filter(|l| l.stream != GET_STREAM).count() > MAX_STREAMS {
+            let victim = s
+                .logs
+                .iter()
+                .position(|l| l.stream != GET_STREAM && l.done)
+                .or_else(|| s.logs.iter().position(|l| l.stream != GET_STREAM));
+            match victim {
+                Some(i) => {
+                    s.logs.remove(i);
+                }
+                None => break,
+            }
+        }
+        drop(s);
+        self.wake.notify_waiters();
+        stream
+    }
+
+    /// Appends a message to `stream`; the last one ends it.
+    pub(crate) fn push(&self, stream: u64, data: &[u8], last: bool) {
+        let mut s = self.lock();
+        if let Some(log) = s.logs.iter_mut().find(|l| l.stream == stream) {
+            log.push(data);
+            log.done |= last;
+        }
+        drop(s);
+        self.wake.notify_waiters();
+    }
+
+    /// Ends `stream` without a message (its handler produced none).
+    pub(crate) fn end(&self, stream: u64) {
+        if let Some(log) = self.lock().logs.iter_mut().find(|l| l.stream == stream) {
+            log.done = true;
+        }
+        self.wake.notify_waiters();
+    }
+
+    /// Whether `stream` is still kept.
+    pub(crate) fn has(&self, stream: u64) -> bool {
+        self.lock().logs.iter().any(|l| l.stream == stream)
+    }
+
+    pub(crate) fn running(&self, id: RequestId, task: AbortHandle) {
+        self.lock().running.insert(id, task);
+    }
+
+    pub(crate) fn finished(&self, id: &RequestId) {
+        self.lock().running.remove(id);
+    }
+
+    /// Stops the handler serving `id`, if one runs; false when none does.
+    pub(crate) fn cancel(&self, id: &RequestId) -> bool {
+        match self.lock().running.remove(id) {
+            Some(task) => {
+                task.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every handler and reader of the session (it ended).
+    pub(crate) fn cancel_all(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        for (_, task) in s.running.drain() {
+            task.abort();
+        }
+        drop(s);
+        self.wake.notify_waiters();
+    }
+
+    /// The events of `stream` after event `after` (all of them when
+    /// `None`), then whatever it gets until it ends, with an SSE comment
+    /// every `keep_alive` of silence. A newer reader of the same stream
+    /// ends this one.
+    pub(crate) fn read(
+        self: Arc<Self>,
+        stream: u64,
+        after: Option<u64>,
+        keep_alive: Duration,
+    ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+        let (generation, start, prime) = {
+            let mut s = self.lock();
+            match s.logs.iter_mut().find(|l| l.stream == stream) {
+                Some(log) => {
+                    log.reader += 1;
+                    match after {
+                        Some(n) => (log.reader, n + 1, None),
+                        // A fresh GET stream starts with what comes next,
+                        // primed with the id of the last event so far.
+                        None if stream == GET_STREAM => {
+                            let next = log.next_n();
+                            let prime = frame(stream, next - 1, b"");
+                            (log.reader, next, Some(prime))
+                        }
+                        // A POST stream from its beginning.
+                        None => (log.reader, 0, None),
+                    }
+                }
+                None => (0, 0, None),
+            }
+        };
+        let state = (self, start, prime);
+        futures_util::stream::unfold(state, move |(this, mut next, prime)| async move {
+            if let Some(p) = prime {
+                return Some((Ok(p), (this, next, None)));
+            }
+            loop {
+                // The waker is borrowed from its own handle so `this` can go
+                // back into the state.
+                let waker = Arc::clone(&this);
+                let notified = waker.wake.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                {
+                    let s = this.lock();
+                    if s.closed {
+                        return None;
+                    }
+                    let log = s.logs.iter().find(|l| l.stream == stream)?;
+                    if log.reader != generation {
+                        return None;
+                    }
+                    // Events evicted meanwhile are lost: go on from the
+                    // oldest kept.
+                    next = next.max(log.first);
+                    if let Some(ev) = log.events.get((next - log.first) as usize) {
+                        let ev = ev.clone();
+                        drop(s);
+                        return Some((Ok(ev), (this, next + 1, None)));
+                    }
+                    if log.done {
+                        return None;
+                    }
+                }
+                tokio::select! {
+                    () = &mut notified => {}
+                    () = tokio::time::sleep(keep_alive) => {
+                        return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (this, next, None)));
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    async fn collect(s: impl Stream<Item = Result<Bytes, Infallible>>) -> Vec<String> {
+        s.map(|b| String::from_utf8(b.unwrap().to_vec()).unwrap())
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_stream_replays_after_the_last_event_id_and_only_its_own() {
+        let streams = Arc::new(Streams::default());
+        let a = streams.open(None);
+        let b = streams.open(None);
+        streams.push(a, b"{\"a\":1}", false);
+        streams.push(b, b"{\"b\":1}", false);
+        streams.push(a, b"{\"a\":2}", true);
+        let ka = Duration::from_secs(60);
+        assert_eq!(
+            collect(streams.clone().read(a, None, ka)).await,
+            [
+                format!("id: {a}-0\ndata: \n\n"),
+                format!("id: {a}-1\ndata: {{\"a\":1}}\n\n"),
+                format!("id: {a}-2\ndata: {{\"a\":2}}\n\n"),
+            ]
+        );
+        assert_eq!(
+            collect(streams.clone().read(a, Some(1), ka)).await,
+            [format!("id: {a}-2\ndata: {{\"a\":2}}\n\n")]
+        );
+        assert_eq!(parse_event_id(&format!("{a}-1")), Some((a, 1)));
+        assert_eq!(parse_event_id("x-1"), None);
+        assert_eq!(parse_event_id("7"), None);
+    }
+
+    #[tokio::test]
+    async fn a_newer_reader_ends_the_older_one() {
+        let streams = Arc::new(Streams::default());
+        streams.open(Some(GET_STREAM));
+        let mut old = Box::pin(
+            streams
+                .clone()
+                .read(GET_STREAM, None, Duration::from_secs(60)),
+        );
+        streams.push(GET_STREAM, b"1", false);
+        // Primed with the id of the last event before it came.
+        assert_eq!(
+            old.next().await.unwrap().unwrap(),
+            Bytes::from_static(b"id: 0-0\ndata: \n\n")
+        );
+        assert_eq!(
+            old.next().await.unwrap().unwrap(),
+            Bytes::from_static(b"id: 0-1\ndata: 1\n\n")
+        );
+        let mut new = Box::pin(
+            streams
+                .clone()
+                .read(GET_STREAM, None, Duration::from_secs(60)),
+        );
+        streams.push(GET_STREAM, b"2", false);
+        assert!(old.next().await.is_none());
+        assert_eq!(
+            new.next().await.unwrap().unwrap(),
+            Bytes::from_static(b"id: 0-1\ndata: \n\n")
+        );
+        assert_eq!(
+            new.next().await.unwrap().unwrap(),
+            Bytes::from_static(b"id: 0-2\ndata: 2\n\n")
+        );
+    }
+
+    #[test]
+    fn only_so_many_streams_are_kept() {
+        let streams = Streams::default();
+        let first = streams.open(None);
+        for _ in 0..MAX_STREAMS {
+            streams.open(None);
+        }
+        assert!(!streams.has(first));
+    }
+}
