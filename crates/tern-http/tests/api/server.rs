@@ -540,3 +540,245 @@ async fn a_legacy_session_is_bound_to_its_principal_capped_and_ends_on_delete() 
         .unwrap();
     assert_eq!(again.status(), StatusCode::OK);
 }
+
+async fn confirm(ask: tern_server::Ask) -> Result<ToolResult, tern_server::Error> {
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let (answer,) = ask.all((tern_server::Need::form_schema("ok", "Go on?", schema),))?;
+    Ok(ToolResult::text(match answer {
+        tern_server::Elicited::Accepted(_) => "went on",
+        _ => "stopped",
+    }))
+}
+
+/// A session server with an asking tool; the server is returned so a test
+/// can change its lists and resources.
+async fn start_asking() -> (SocketAddr, Server) {
+    let server = Server::builder("t", "1")
+        .tool("hello", "says hello", hello)
+        .tool("confirm", "asks first", confirm)
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = tern_http::router(
+        server.clone(),
+        HttpOptions::default(),
+        std::sync::Arc::new(ByHeader),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, server)
+}
+
+/// Opens a session that declared form elicitation; returns its id.
+async fn open_session(addr: SocketAddr) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let r = legacy_post(addr, "alice", None)
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = legacy_post(addr, "alice", Some(&id))
+        .body(done.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    id
+}
+
+/// Reads SSE events `(id, data)` off a response, comments skipped.
+struct Events {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Events {
+    async fn next(&mut self) -> Option<(String, String)> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let event: String = self.buf.drain(..end + 2).collect();
+                if event.starts_with(':') {
+                    continue;
+                }
+                let field = |name: &str| {
+                    event
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                return Some((field("id: "), field("data: ")));
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.resp.chunk())
+                .await
+                .expect("an event in time")
+                .unwrap()?;
+            self.buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+fn get(addr: SocketAddr, session: &str, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
+    let mut r = reqwest::Client::new()
+        .get(format!("http://{addr}/mcp"))
+        .header("accept", "text/event-stream")
+        .header("x-who", "alice")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(id) = last_event_id {
+        r = r.header("last-event-id", id);
+    }
+    r
+}
+
+#[tokio::test]
+async fn a_legacy_call_outlives_its_stream_and_resumes_after_the_last_event_id() {
+    let (addr, _server) = start_asking().await;
+    let sid = open_session(addr).await;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "confirm", "arguments": {}}});
+    let resp = legacy_post(addr, "alice", Some(&sid))
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut events = Events {
+        resp,
+        buf: String::new(),
+    };
+    // A priming event, then the server's question, each with an id.
+    let (prime, data) = events.next().await.unwrap();
+    assert!(prime.ends_with("-0") && data.is_empty(), "{prime} {data}");
+    let (asked_at, data) = events.next().await.unwrap();
+    let asked: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    // The client loses the stream; the call does not end with it.
+    drop(events);
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
+                        "result": {"action": "accept", "content": {"ok": true}}});
+    let r = legacy_post(addr, "alice", Some(&sid))
+        .body(answer.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let resp = get(addr, &sid, Some(&asked_at)).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut events = Events {
+        resp,
+        buf: String::new(),
+    };
+    let (id, data) = events.next().await.unwrap();
+    let result: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(result["id"], 7, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "went on");
+    assert_ne!(id, asked_at);
+    // Nothing after the response: the stream ends.
+    assert_eq!(events.next().await, None);
+    // An id of no stream kept, or not an event id at all: 400, not 404 (a
+    // 404 would say the session is gone).
+    for bad in ["99-0", "garbage"] {
+        let r = get(addr, &sid, Some(bad)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_legacy_call_stops_and_its_question_is_no_longer_answerable() {
+    let (addr, _server) = start_asking().await;
+    let sid = open_session(addr).await;
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                      "params": {"name": "confirm", "arguments": {}}});
+    let resp = legacy_post(addr, "alice", Some(&sid))
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut events = Events {
+        resp,
+        buf: String::new(),
+    };
+    events.next().await.unwrap();
+    let (asked_at, data) = events.next().await.unwrap();
+    let asked: Value = serde_json::from_str(&data).unwrap();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 8, "reason": "changed my mind"}});
+    let r = legacy_post(addr, "alice", Some(&sid))
+        .body(cancel.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    // The call's stream ends without a response (2025-11-25: none is sent
+    // for a cancelled request), and resuming it gives nothing more.
+    assert_eq!(events.next().await, None);
+    let resp = get(addr, &sid, Some(&asked_at)).send().await.unwrap();
+    let mut resumed = Events {
+        resp,
+        buf: String::new(),
+    };
+    assert_eq!(resumed.next().await, None);
+    // A late answer is accepted on the wire and changes nothing.
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
+                        "result": {"action": "accept", "content": {"ok": true}}});
+    let r = legacy_post(addr, "alice", Some(&sid))
+        .body(answer.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn the_get_stream_carries_list_changes_and_updates_of_subscribed_resources() {
+    let (addr, server) = start_asking().await;
+    let sid = open_session(addr).await;
+    let resp = get(addr, &sid, None).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut events = Events {
+        resp,
+        buf: String::new(),
+    };
+    let (prime, _) = events.next().await.unwrap();
+    assert_eq!(prime, "0-0");
+    let sub = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                     "params": {"uri": "mem://watched"}});
+    let (status, _) = json_of(
+        legacy_post(addr, "alice", Some(&sid))
+            .body(sub.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // Only the subscribed resource is told about.
+    server.resource_updated("mem://other");
+    server.resource_updated("mem://watched");
+    let (id, data) = events.next().await.unwrap();
+    assert_eq!(id, "0-1");
+    let n: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(n["method"], "notifications/resources/updated");
+    assert_eq!(n["params"]["uri"], "mem://watched");
+    server.remove_tool("hello");
+    let (id, data) = events.next().await.unwrap();
+    assert_eq!(id, "0-2");
+    let n: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    // A new GET resuming after the first event gets the second again, and
+    // the old stream ends: each message goes out on one stream only.
+    let resp = get(addr, &sid, Some("0-1")).send().await.unwrap();
+    let mut again = Events {
+        resp,
+        buf: String::new(),
+    };
+    let (id, _) = again.next().await.unwrap();
+    assert_eq!(id, "0-2");
+    server.resource_updated("mem://watched");
+    assert_eq!(again.next().await.unwrap().0, "0-3");
+    assert_eq!(events.next().await, None);
+}
