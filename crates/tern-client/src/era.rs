@@ -29,8 +29,9 @@ use tern_types::legacy::{
     methods as legacy,
 };
 use tern_types::{
-    DiscoverResult, ErrorCode, ErrorObject, Implementation, InputRequest, InputRequests,
-    InputResponses, JsonRpcVersion, Request, RequestId, ServerCapabilities, meta_keys, methods,
+    DiscoverResult, ElicitRequestParams, ErrorCode, ErrorObject, Implementation, InputRequest,
+    InputRequests, InputResponses, JsonRpcVersion, Request, RequestId, ServerCapabilities,
+    meta_keys, methods,
 };
 
 use crate::Error;
@@ -38,6 +39,11 @@ use crate::client::{Call, Client, RoundEvent};
 use crate::mrtr::{answer_one, check_declared, target_of};
 use crate::provider::InputContext;
 use crate::transport::{OutboundRequest, OutboundResponse};
+
+/// `URLElicitationRequiredError` (2025-11-25 only; ERR-3 retires it).
+const URL_ELICITATION_REQUIRED: i64 = -32042;
+/// How often a call is sent again after its URL elicitations.
+const MAX_URL_RETRIES: u32 = 3;
 
 /// How a client finds out which era its server speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -308,7 +314,79 @@ impl Client {
     /// server's requests on the call's stream are answered as they come;
     /// the request timeout bounds each wait for the server, never the time
     /// a person takes to answer.
+    /// A call in a legacy session. A `-32042` answer (the request needs
+    /// URL-mode elicitations finished first) goes to the provider as URL
+    /// elicitations; once the person accepted them all, the call is sent
+    /// again, a few times at most (2025-11-25 URLElicitationRequiredError).
     pub(crate) async fn send_legacy(
+        &self,
+        call: &Call<'_>,
+        version: Option<&str>,
+    ) -> Result<Map<String, Value>, Error> {
+        let mut tries = 0;
+        loop {
+            let e = match self.send_legacy_once(call, version).await {
+                Err(e)
+                    if e.remote_error()
+                        .is_some_and(|o| o.code.0 == URL_ELICITATION_REQUIRED) =>
+                {
+                    e
+                }
+                done => return done,
+            };
+            tries += 1;
+            if tries > MAX_URL_RETRIES || !self.open_urls(call, &e, tries).await? {
+                return Err(e);
+            }
+        }
+    }
+
+    /// Shows each URL elicitation of a `-32042` error to the provider;
+    /// true when every one was accepted.
+    async fn open_urls(&self, call: &Call<'_>, e: &Error, round: u32) -> Result<bool, Error> {
+        let listed = e
+            .remote_error()
+            .and_then(|o| o.data.as_ref())
+            .and_then(|d| d.get("elicitations"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if listed.is_empty() {
+            return Ok(false);
+        }
+        for elicitation in listed {
+            let method = methods::ELICITATION_CREATE;
+            let asked_for = json!({"method": method, "params": elicitation});
+            let input = serde_json::from_value::<InputRequest>(asked_for).map_err(|e| {
+                Error::protocol(format!("a -32042 error with a malformed elicitation: {e}"))
+            })?;
+            if !matches!(
+                input,
+                InputRequest::Elicitation(ElicitRequestParams::Url(_))
+            ) {
+                return Err(Error::protocol(
+                    "a -32042 error listing an elicitation that is not URL mode",
+                ));
+            }
+            check_declared(self.inner.provider.kinds(), method, &input)?;
+            let cx = InputContext {
+                method: call.method.to_owned(),
+                target: target_of(&call.params),
+                key: method.to_owned(),
+                round,
+                server_info: self.legacy_server_info(),
+            };
+            let answer = answer_one(self.inner.provider.as_ref(), cx, input).await?;
+            let accepted = serde_json::to_value(&answer)
+                .is_ok_and(|a| a.get("action") == Some(&json!("accept")));
+            if !accepted {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    async fn send_legacy_once(
         &self,
         call: &Call<'_>,
         version: Option<&str>,

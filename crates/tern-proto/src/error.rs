@@ -102,6 +102,16 @@ pub enum McpError {
     /// nothing consumed (-32603; SECURITY.md §3.9).
     #[error("temporarily unable to complete")]
     Unavailable,
+    /// 2025-11-25 sessions only: the request needs these URL-mode
+    /// elicitations finished first, and the client retries it then
+    /// (-32042, HTTP 200). Never sent on the modern path, where the code
+    /// has no meaning (ERR-3): there URL elicitation is an input request.
+    #[error("This request requires more information.")]
+    UrlElicitationRequired {
+        /// Each elicitation: `mode: "url"`, `elicitationId`, `url`,
+        /// `message`.
+        elicitations: Vec<Value>,
+    },
     /// An application error with a code outside the reserved range (ERR-5).
     #[error("{message}")]
     Application {
@@ -155,6 +165,7 @@ impl McpError {
                 ErrorCode::INTERNAL_ERROR
             }
             McpError::Application { code, .. } => *code,
+            McpError::UrlElicitationRequired { .. } => ErrorCode(-32042),
         }
     }
 
@@ -176,7 +187,8 @@ impl McpError {
             | McpError::Internal(_)
             | McpError::InternalLogged { .. }
             | McpError::Unavailable
-            | McpError::Application { .. } => 200,
+            | McpError::Application { .. }
+            | McpError::UrlElicitationRequired { .. } => 200,
         }
     }
 
@@ -202,6 +214,9 @@ impl McpError {
                 data.clone()
             }
             McpError::InvalidState => Some(json!({ "restart": true })),
+            McpError::UrlElicitationRequired { elicitations } => {
+                Some(json!({ "elicitations": elicitations }))
+            }
             McpError::InternalLogged { correlation_id } => {
                 Some(json!({ "correlationId": correlation_id }))
             }

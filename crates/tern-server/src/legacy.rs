@@ -407,6 +407,9 @@ impl Server {
         };
         let mut continuation: Option<Vec<u8>> = None;
         let mut round = 0u8;
+        // URL-mode elicitations the client accepted: once the handler is
+        // past them, the out-of-band interaction is complete.
+        let mut opened_urls: Vec<String> = Vec::new();
         loop {
             let ask_now = Arc::new(ask);
             let cx = CallContext {
@@ -426,7 +429,17 @@ impl Server {
                 flow_id,
             };
             let p = match route.handler.call(cx).await {
-                Outcome::Complete(r) => return Ok(r),
+                Outcome::Complete(r) => {
+                    for id in opened_urls {
+                        let done = json!({ "elicitationId": id });
+                        sink.send(encode_notification(
+                            "notifications/elicitation/complete",
+                            &done,
+                        ))
+                        .await;
+                    }
+                    return Ok(r);
+                }
                 Outcome::ToolError(msg) if flow == FlowMethod::ToolsCall => {
                     return Ok(ToolResult::error(msg).into_map());
                 }
@@ -439,7 +452,9 @@ impl Server {
                 return Err(McpError::TooManyRounds);
             }
             continuation = p.continuation.clone().or(continuation);
-            let responses = self.ask_client(session, &sink, &p.requests).await?;
+            let responses = self
+                .ask_client(session, &sink, &p.requests, &mut opened_urls)
+                .await?;
             ask = AskContext {
                 caps: caps.clone(),
                 verified: true,
@@ -452,42 +467,75 @@ impl Server {
     }
 
     /// Sends every request of the round to the client at once and waits for
-    /// each answer (or the timeout), keyed as the handler asked.
+    /// each answer (or the timeout), keyed as the handler asked. A URL-mode
+    /// elicitation gets the `elicitationId` 2025-11-25 requires; the ids the
+    /// client accepted are added to `opened_urls`.
     async fn ask_client(
         &self,
         session: &Session,
         sink: &Sink,
         asked: &[Asked],
+        opened_urls: &mut Vec<String>,
     ) -> Result<Map<String, Value>, McpError> {
         if asked.is_empty() {
             // A state-only round: nothing to ask; run again at once.
             return Ok(Map::new());
         }
+        let url_ids: Vec<Option<String>> = asked
+            .iter()
+            .map(|a| {
+                (a.request["params"]["mode"] == "url").then(|| {
+                    random_bytes::<16>()
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect()
+                })
+            })
+            .collect();
+        let url_capable = lock(&session.inner.state).caps.elicitation_url();
+        if !sink.is_open() && url_capable && url_ids.iter().all(Option::is_some) {
+            // No stream to ask on (a JSON-only POST): URL-mode asks still
+            // reach the client as -32042; it finishes them and retries
+            // (2025-11-25 URLElicitationRequiredError).
+            let elicitations = asked
+                .iter()
+                .zip(&url_ids)
+                .map(|(a, id)| {
+                    let p = &a.request["params"];
+                    json!({"mode": "url", "elicitationId": id, "url": p["url"],
+                           "message": p["message"]})
+                })
+                .collect();
+            return Err(McpError::UrlElicitationRequired { elicitations });
+        }
         let mut waits = Vec::with_capacity(asked.len());
-        for a in asked {
+        for (a, url_id) in asked.iter().zip(&url_ids) {
             let method = a.request["method"].as_str().unwrap_or_default().to_owned();
-            let params = a
+            let mut params = a
                 .request
                 .get("params")
                 .cloned()
                 .unwrap_or_else(|| json!({}));
+            if let (Some(id), Value::Object(p)) = (url_id, &mut params) {
+                p.insert("elicitationId".into(), json!(id));
+            }
             let (id, rx) = session.expect();
             if !sink.send(encode_request(&id, &method, &params)).await {
                 session.forget(&id);
-                for (_, _, earlier, _) in &waits {
+                for (_, _, earlier, _, _) in &waits {
                     session.forget(earlier);
                 }
                 return Err(McpError::InvalidRequest(
                     "the client's stream closed before it could be asked".into(),
                 ));
             }
-            waits.push((a.key.clone(), method, id, rx));
+            waits.push((a.key.clone(), method, id, rx, url_id.clone()));
         }
         let patience = self.config().client_answer_timeout;
-        let ids: Vec<RequestId> = waits.iter().map(|(_, _, id, _)| id.clone()).collect();
+        let ids: Vec<RequestId> = waits.iter().map(|(_, _, id, _, _)| id.clone()).collect();
         let answers = async {
             let mut out = Map::new();
-            for (key, method, _id, rx) in waits {
+            for (key, method, _id, rx, url_id) in waits {
                 let Ok(Ok(answer)) = tokio::time::timeout(patience, rx).await else {
                     return Err(McpError::InvalidRequest(format!(
                         "the client did not answer {method} in time"
@@ -495,6 +543,11 @@ impl Server {
                 };
                 match answer {
                     ClientAnswer::Result(r) => {
+                        if let Some(url) =
+                            url_id.filter(|_| r.get("action") == Some(&json!("accept")))
+                        {
+                            opened_urls.push(url);
+                        }
                         out.insert(key, Value::Object(r));
                     }
                     ClientAnswer::Error(e) => {

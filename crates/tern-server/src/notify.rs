@@ -25,6 +25,11 @@ impl Sink {
         Sink(None)
     }
 
+    /// Whether there is a stream to send on at all.
+    pub(crate) fn is_open(&self) -> bool {
+        self.0.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
     pub(crate) async fn send(&self, frame: Bytes) -> bool {
         match &self.0 {
             Some(tx) => tx.send(frame).await.is_ok(),

@@ -10,7 +10,7 @@ use serde_json::json;
 use tern_client::{BoxFuture, InputContext, InputKinds, InputProvider, Refusal};
 use tern_types::{
     CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestFormParams,
-    ElicitResult, ElicitValue, ListRootsResult, Role, Root,
+    ElicitRequestUrlParams, ElicitResult, ElicitValue, ListRootsResult, Role, Root,
 };
 
 /// Accepts every form with `{"name": "Ada"}`; declares forms only.
@@ -107,6 +107,20 @@ impl InputProvider for Canned {
             }
         };
         Box::pin(async move { Ok(answer) })
+    }
+
+    fn elicit_url(
+        &self,
+        cx: InputContext,
+        _params: ElicitRequestUrlParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, Refusal>> {
+        self.asked.lock().unwrap().push(cx);
+        let action = if self.decline {
+            ElicitAction::Decline
+        } else {
+            ElicitAction::Accept
+        };
+        Box::pin(async move { Ok(ElicitResult::new(action)) })
     }
 
     fn sample(

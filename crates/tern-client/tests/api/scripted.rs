@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tern_client::{Client, InputKinds, Step};
+use tern_client::{Client, EraPolicy, InputKinds, Step};
 use tern_types::ElicitValue;
 use tokio::sync::Notify;
 
@@ -325,4 +325,65 @@ async fn headers_mirror_the_body_and_annotated_arguments() {
         Some("=?base64?ZmlsZTovLy9hIGIvw6kudHh0?=")
     );
     assert_eq!(seen[0].headers.name, None);
+}
+
+/// A 2025-11-25 server whose first `tools/call` needs a sign-in at a URL
+/// (-32042) and whose next one succeeds.
+fn url_required() -> Scripted {
+    Scripted::new(|body, _| match body["method"].as_str() {
+        Some("initialize") => Answer::Result(json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}})),
+        Some("tools/call") if body["id"] == json!(2) => Answer::Error(json!({
+            "code": -32042, "message": "This request requires more information.",
+            "data": {"elicitations": [{"mode": "url", "elicitationId": "e-1",
+                "url": "https://auth.example.com/start", "message": "Sign in"}]}})),
+        _ => Answer::Result(json!({"content": [{"type": "text", "text": "signed in"}]})),
+    })
+}
+
+fn url_provider(decline: bool) -> Canned {
+    Canned {
+        kinds: Some(InputKinds::NONE.with_form().with_url()),
+        decline,
+        ..Canned::default()
+    }
+}
+
+#[tokio::test]
+async fn a_legacy_32042_shows_the_urls_then_sends_the_call_again() {
+    let t = url_required();
+    let provider = url_provider(false);
+    let client = Client::builder(t.clone())
+        .era(EraPolicy::Legacy)
+        .provider(provider.clone())
+        .build();
+    let r = client.call_tool("sync", obj(json!({}))).await.unwrap();
+    assert_eq!(text(&r), "signed in");
+    let seen = t.seen();
+    let methods: Vec<&Value> = seen.iter().map(|s| &s.body["method"]).collect();
+    assert_eq!(methods, ["initialize", "tools/call", "tools/call"]);
+    assert_ne!(seen[1].body["id"], seen[2].body["id"]);
+    let asked = provider.asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].key, "elicitation/create");
+}
+
+#[tokio::test]
+async fn a_declined_32042_url_ends_the_call_with_that_error() {
+    let t = url_required();
+    let client = Client::builder(t.clone())
+        .era(EraPolicy::Legacy)
+        .provider(url_provider(true))
+        .build();
+    let e = client.call_tool("sync", obj(json!({}))).await.unwrap_err();
+    assert_eq!(e.remote_error().map(|o| o.code.0), Some(-32042), "{e}");
+    assert_eq!(t.seen().len(), 2, "not sent again");
+    // A client that cannot open URLs is never shown one.
+    let client = Client::builder(url_required())
+        .era(EraPolicy::Legacy)
+        .provider(Canned::default())
+        .build();
+    let e = client.call_tool("sync", obj(json!({}))).await.unwrap_err();
+    assert!(e.to_string().contains("URL elicitation"), "{e}");
+    assert!(e.is_capability(), "{e}");
 }

@@ -208,3 +208,33 @@ async fn nobody_listening_is_a_transport_error() {
         .unwrap_err();
     assert!(e.is_transport(), "{e}");
 }
+
+#[tokio::test]
+async fn a_legacy_session_runs_a_form_round_and_ends_with_delete() {
+    // The same server in a 2025-11-25 session (COMPAT-S1): the form goes
+    // out as a server request on the call's stream and Ada answers it.
+    let url = start().await;
+    let transport = HttpTransport::new(&url).unwrap();
+    let c = Client::builder(transport.clone())
+        .era(tern_client::EraPolicy::Legacy)
+        .provider(Ada)
+        .build();
+    let r = c.call_tool("greet", obj(json!({}))).await.unwrap();
+    assert_eq!(text(&r), "Hello, Ada!");
+    assert_eq!(c.era(), Some(tern_client::Era::Legacy));
+    let sid = transport.session_id().expect("a session id");
+    c.close().await.unwrap();
+    assert_eq!(transport.session_id(), None);
+    // The server forgot it: the id now gets 404.
+    let r = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::NOT_FOUND);
+}

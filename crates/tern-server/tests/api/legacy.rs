@@ -27,6 +27,19 @@ async fn deploy(ask: Ask) -> Result<ToolResult, Error> {
     }
 }
 
+async fn login(ask: Ask) -> Result<ToolResult, Error> {
+    let (opened,) = ask.all((Need::url(
+        "signin",
+        "Sign in to continue",
+        "https://auth.example.com/start",
+    ),))?;
+    Ok(ToolResult::text(match opened {
+        Elicited::Accepted(()) => "signed in",
+        Elicited::Declined => "declined",
+        Elicited::Cancelled => "cancelled",
+    }))
+}
+
 async fn echo() -> ToolResult {
     ToolResult::text("echo")
 }
@@ -49,6 +62,7 @@ impl Legacy {
         let server = Harness::new(
             Server::builder("t", "1")
                 .tool("deploy", "asks", deploy)
+                .tool("login", "opens a URL", login)
                 .tool("echo", "echoes", echo),
         )
         .server;
@@ -181,7 +195,7 @@ async fn session_methods_and_lists_answer_in_the_legacy_shape() {
         .send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}))
         .await;
     let result = &list["result"];
-    assert_eq!(result["tools"].as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(result["tools"].as_array().unwrap().len(), 3, "{list}");
     for gone in ["resultType", "ttlMs", "cacheScope", "_meta"] {
         assert!(result.get(gone).is_none(), "{gone} in {list}");
     }
@@ -316,4 +330,59 @@ async fn a_client_that_never_answers_is_timed_out_and_its_request_freed() {
     l.respond(json!({"jsonrpc": "2.0", "id": 1, "result": {"action": "cancel"}}))
         .await;
     assert_eq!(l.server.metrics().rejected("unsolicited_response"), 1);
+}
+
+#[tokio::test]
+async fn a_url_elicitation_gets_its_id_and_a_completion_notice() {
+    let l = Legacy::new();
+    l.initialize(json!({"elicitation": {"form": {}, "url": {}}}))
+        .await;
+    let (mut rx, task) = l.call("login");
+    let asked = requests(&mut rx, 1).await;
+    let params = &asked[0]["params"];
+    assert_eq!(params["mode"], "url", "{asked:?}");
+    assert_eq!(params["url"], "https://auth.example.com/start");
+    // 2025-11-25 requires an id on every URL-mode elicitation.
+    let eid = params["elicitationId"].as_str().unwrap().to_owned();
+    assert_eq!(eid.len(), 32, "{eid}");
+    l.respond(json!({"jsonrpc": "2.0", "id": asked[0]["id"], "result": {"action": "accept"}}))
+        .await;
+    // Once the handler is past it, the interaction is complete: the
+    // notice goes to this client, on this request's stream, before the
+    // result.
+    let notice: Value = serde_json::from_slice(&rx.recv().await.unwrap()).unwrap();
+    assert_eq!(notice["method"], "notifications/elicitation/complete");
+    assert_eq!(notice["params"]["elicitationId"], eid.as_str());
+    let reply = task.await.unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "signed in",
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_stream_a_url_elicitation_comes_back_as_32042() {
+    let l = Legacy::new();
+    l.initialize(json!({"elicitation": {"form": {}, "url": {}}}))
+        .await;
+    // A JSON-only POST: nothing can be asked in-band.
+    let reply = l
+        .send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": "login", "arguments": {}}}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32042, "{reply}");
+    let listed = &reply["error"]["data"]["elicitations"];
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{reply}");
+    assert_eq!(listed[0]["mode"], "url");
+    assert_eq!(listed[0]["url"], "https://auth.example.com/start");
+    assert_eq!(listed[0]["message"], "Sign in to continue");
+    assert_eq!(listed[0]["elicitationId"].as_str().unwrap().len(), 32);
+    // A session that declared forms only is never asked for a URL.
+    let l = Legacy::new();
+    l.initialize(json!({"elicitation": {}})).await;
+    let reply = l
+        .send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": "login", "arguments": {}}}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32021, "{reply}");
 }
