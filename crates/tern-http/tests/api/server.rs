@@ -782,3 +782,88 @@ async fn the_get_stream_carries_list_changes_and_updates_of_subscribed_resources
     assert_eq!(again.next().await.unwrap().0, "0-3");
     assert_eq!(events.next().await, None);
 }
+
+#[tokio::test]
+async fn modern_flows_cross_instances_and_a_legacy_session_stays_on_its_own() {
+    // Two instances sharing one key file behind a load balancer that sends
+    // each request anywhere: a modern flow started on one finishes on the
+    // other (ARCHITECTURE.md "Many instances"); a legacy session lives in
+    // the instance that opened it, and the other says so with 404, the
+    // answer that tells a 2025-11-25 client to open a new session
+    // (COMPAT-S1: legacy sessions need stickiness at the load balancer).
+    use tern_testkit::request::{accept, call, retry};
+    let file = tern_seal::KeyFile::generate("fleet").unwrap();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let server = Server::builder("t", "1")
+            .keys(file.key_ring().unwrap())
+            .resource_id("fleet")
+            .tool("confirm", "asks first", confirm)
+            .build()
+            .unwrap();
+        let (addr, _task) = spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            server,
+            HttpOptions::default(),
+        )
+        .await
+        .unwrap();
+        urls.push(format!("http://{addr}/mcp"));
+    }
+    let send = |url: &str, body: &Value| {
+        reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "confirm")
+            .body(body.to_string())
+            .send()
+    };
+    let first = call("confirm", json!({}), json!({"elicitation": {"form": {}}}));
+    let (status, asked) = json_of(send(&urls[0], &first).await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    let again = retry(
+        &first,
+        Some(&state),
+        json!({"ok": accept(json!({"ok": true}))}),
+    );
+    let (status, done) = json_of(send(&urls[1], &again).await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(done["result"]["content"][0]["text"], "went on", "{done}");
+    // The legacy session opened on the first instance is unknown to the
+    // second.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let r = reqwest::Client::new()
+        .post(&urls[0])
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let on = |url: &str| {
+        reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(list.to_string())
+            .send()
+    };
+    assert_eq!(on(&urls[0]).await.unwrap().status(), StatusCode::OK);
+    let (status, e) = json_of(on(&urls[1]).await.unwrap()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        e["error"]["message"], "Invalid request: Session not found",
+        "{e}"
+    );
+}
