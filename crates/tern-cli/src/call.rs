@@ -451,7 +451,7 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
         .unwrap_or_default();
     settings.server_label = label.clone();
     let provider = TerminalProvider::new(settings);
-    let conn = match target::connect(&args.target, provider.clone()) {
+    let conn = match target::connect(&args.target, provider.clone()).await {
         Ok(c) => c,
         Err(e) => return Ok(usage(&e)),
     };

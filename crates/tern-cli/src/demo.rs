@@ -107,7 +107,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         cmd: None,
         era: crate::EraArg::Auto,
     };
-    let conn = target::connect(&target, provider)?;
+    let conn = target::connect(&target, provider).await?;
     println!(
         "{} tools/call deploy {}",
         bold("calling:"),

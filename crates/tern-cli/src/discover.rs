@@ -23,7 +23,7 @@ pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
     }
     runtime()?.block_on(async move {
         // Discovery asks nothing of the person: declare nothing (META-A1).
-        let conn = match target::connect(&args.target, NoInput) {
+        let conn = match target::connect(&args.target, NoInput).await {
             Ok(c) => c,
             Err(e) => return Ok(usage(&e)),
         };

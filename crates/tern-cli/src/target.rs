@@ -126,8 +126,11 @@ pub(crate) fn settle(
     }
 }
 
-/// Connects to `target`, declaring what `provider` can do (META-A1).
-pub(crate) fn connect(
+/// Connects to `target`, declaring what `provider` can do (META-A1). Under
+/// `--era modern` a child process is probed first all the same, so a
+/// 2025-11-25 server fails cleanly instead of running a call with its own
+/// meaning (COMPAT-C7).
+pub(crate) async fn connect(
     target: &TargetArgs,
     provider: impl InputProvider,
 ) -> Result<Connected, String> {
@@ -143,10 +146,18 @@ pub(crate) fn connect(
             StdioTransport::spawn(command).map_err(|e| format!("cannot start {program:?}: {e}"))?,
         );
         let key = format!("cmd:{cmd}");
-        let client = with_era(Client::builder(transport.clone()), target, &key)
-            .info(info)
-            .provider(provider)
-            .build();
+        let builder = match target.era {
+            EraArg::Modern => Client::builder(transport.clone()).era(EraPolicy::Auto),
+            _ => with_era(Client::builder(transport.clone()), target, &key),
+        };
+        let client = builder.info(info).provider(provider).build();
+        if target.era == EraArg::Modern && client.connect().await.ok() == Some(Era::Legacy) {
+            let _ = client.close().await;
+            let _ = transport.shutdown().await;
+            return Err(format!(
+                "{program} speaks 2025-11-25 only, and --era modern refuses it (use --era auto)"
+            ));
+        }
         return Ok(Connected {
             client,
             stdio: Some(transport),

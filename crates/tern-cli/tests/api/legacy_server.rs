@@ -264,3 +264,17 @@ both! {
         );
     };
 }
+
+/// COMPAT-C7: `--era modern` still probes a child process, so the legacy
+/// server refuses cleanly instead of running `tools/call` its own way.
+#[test]
+#[cfg_attr(tern_no_ts_sdk, ignore = "the TypeScript SDK peer is not installed")]
+fn modern_only_refuses_a_legacy_child_before_calling() {
+    let c = Case::new(Peer::stdio());
+    let (code, stdout, stderr) = c.call(&["--era", "modern", "tool", "echo", "text=hi"]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains("speaks 2025-11-25 only, and --era modern refuses it"),
+        "{stderr}"
+    );
+}
