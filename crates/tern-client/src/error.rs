@@ -31,6 +31,7 @@ enum Kind {
     Refused,
     Usage,
     SessionExpired,
+    Unauthorized,
 }
 
 impl Error {
@@ -58,6 +59,18 @@ impl Error {
         let mut e = Error::new(Kind::SessionExpired, message);
         e.status = Some(404);
         e
+    }
+
+    /// Signing in to a protected server failed (discovery, registration,
+    /// the authorization response, the token endpoint), or the server keeps
+    /// refusing the token (DIGEST §8). For transport implementations.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Error::new(Kind::Unauthorized, message)
+    }
+
+    /// Whether [`unauthorized`](Self::unauthorized) made this error.
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self.kind, Kind::Unauthorized)
     }
 
     /// A transport failure (connection refused, broken stream, a child
@@ -219,6 +232,7 @@ impl fmt::Display for Error {
             Kind::Refused => "input refused",
             Kind::Usage => "invalid request",
             Kind::SessionExpired => "session expired",
+            Kind::Unauthorized => "authorization failed",
         };
         write!(f, "{what}: {}", self.message)
     }

@@ -28,6 +28,8 @@ use tern_client::{
 };
 use tern_proto::decode::{Limits, Message, decode_message};
 use tern_proto::{McpError, McpHeaders};
+
+use crate::oauth::{Challenge, OAuth};
 use tokio::sync::mpsc;
 
 /// Options of the HTTP client transport.
@@ -39,6 +41,8 @@ pub struct HttpClientOptions {
     pub max_body: usize,
     /// How long to wait for a connection (default 10 s).
     pub connect_timeout: Duration,
+    /// Sign in when the server answers `401` (DIGEST §8); none by default.
+    pub oauth: Option<crate::oauth::OAuthOptions>,
 }
 
 impl Default for HttpClientOptions {
@@ -47,6 +51,7 @@ impl Default for HttpClientOptions {
             headers: HeaderMap::new(),
             max_body: Limits::default().max_bytes,
             connect_timeout: Duration::from_secs(10),
+            oauth: None,
         }
     }
 }
@@ -76,6 +81,7 @@ struct Core {
     options: HttpClientOptions,
     session: Arc<Mutex<Session>>,
     calls: Arc<Mutex<Calls>>,
+    oauth: Option<Arc<OAuth>>,
 }
 
 /// The legacy session, once the server assigned one.
@@ -206,6 +212,10 @@ impl HttpTransport {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::transport_from("cannot build the HTTP client", e))?;
+        let oauth = options
+            .oauth
+            .clone()
+            .map(|o| Arc::new(OAuth::new(o, http.clone())));
         Ok(HttpTransport {
             core: Core {
                 http,
@@ -213,6 +223,7 @@ impl HttpTransport {
                 options,
                 session: Arc::default(),
                 calls: Arc::default(),
+                oauth,
             },
             listener: Arc::default(),
         })
@@ -243,6 +254,9 @@ impl Core {
     /// session its id and version.
     fn base_headers(&self, mcp: Option<&McpHeaders>) -> Result<(HeaderMap, bool), Error> {
         let mut headers = self.options.headers.clone();
+        if let Some(bearer) = self.oauth.as_ref().and_then(|o| o.current()) {
+            headers.insert(http::header::AUTHORIZATION, bearer);
+        }
         let in_session = {
             let session = self.lock_session();
             if let Some(id) = &session.id {
@@ -272,20 +286,40 @@ impl Core {
         body: Bytes,
         mcp: Option<&McpHeaders>,
     ) -> Result<reqwest::Response, Error> {
-        let (mut headers, in_session) = self.base_headers(mcp)?;
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-        let resp = self
-            .http
-            .post(self.url.clone())
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| Error::transport_from(format!("POST {} failed", self.url), e))?;
+        let mut challenges = 0;
+        let (resp, in_session) = loop {
+            if let Some(o) = &self.oauth {
+                o.ready(self.url.as_str()).await;
+            }
+            let (mut headers, in_session) = self.base_headers(mcp)?;
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            );
+            let resp = self
+                .http
+                .post(self.url.clone())
+                .headers(headers)
+                .body(body.clone())
+                .send()
+                .await
+                .map_err(|e| Error::transport_from(format!("POST {} failed", self.url), e))?;
+            let status = resp.status();
+            let refused = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
+            match &self.oauth {
+                // DIGEST §8: sign in (or step up) and send the same body
+                // again, a bounded number of times.
+                Some(o) if refused && challenges < 4 => {
+                    challenges += 1;
+                    let challenge = Challenge::from_headers(resp.headers());
+                    if !o.answer(self.url.as_str(), status, challenge).await? {
+                        break (resp, in_session);
+                    }
+                }
+                _ => break (resp, in_session),
+            }
+        };
         if in_session && resp.status() == StatusCode::NOT_FOUND {
             // 2025-11-25 session management: the server ended the session.
             self.lock_session().id = None;

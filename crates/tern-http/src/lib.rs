@@ -11,6 +11,8 @@
 mod auth;
 #[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "client")]
+pub mod oauth;
 #[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "server")]

@@ -11,10 +11,13 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 use tern::client::{
     BoxFuture, Client, EraPolicy, Error, InputContext, InputKinds, InputProvider, Refusal, Step,
 };
-use tern::http::HttpTransport;
+
+use tern::http::oauth::{HeadlessAgent, OAuthOptions};
+use tern::http::{HttpClientOptions, HttpTransport};
 use tern::types::{
     CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestFormParams,
     ElicitRequestUrlParams, ElicitResult, ElicitValue, Implementation, InputResponse,
@@ -251,6 +254,15 @@ async fn run(scenario: &str, client: &Client) -> Result<(), Error> {
                     .await?;
             }
         }
+        // FIXTURES.md 2.4: once signed in (the transport does it on the
+        // first 401), list the tools and call each; a later 403 steps up.
+        s if s.starts_with("auth/") => {
+            for tool in all_tools(client).await? {
+                client
+                    .call_tool(&tool.name, sample_arguments(&tool))
+                    .await?;
+            }
+        }
         // json-schema-ref-no-deref and anything unknown: list tools, call
         // nothing, never resolve a network $ref (SCHEMA-5).
         _ => {
@@ -300,6 +312,30 @@ fn answer<'a>(keys: impl Iterator<Item = &'a str>) -> InputResponses {
     responses
 }
 
+/// The sign-in settings a scenario calls for (FIXTURES.md 2.4): credentials
+/// from the context for `auth/pre-registration`, the suite's metadata
+/// document URL as client id where the server supports it, and refresh
+/// tokens wanted.
+fn http_options(scenario: &str) -> HttpClientOptions {
+    let mut options = HttpClientOptions::default();
+    if !scenario.starts_with("auth/") {
+        return options;
+    }
+    let Ok(agent) = HeadlessAgent::new("http://127.0.0.1:3333/callback") else {
+        return options;
+    };
+    let mut oauth = OAuthOptions::new("tern-conformance-client", Arc::new(agent));
+    let ctx = context();
+    let field = |k: &str| ctx.get(k).and_then(Value::as_str).map(str::to_owned);
+    oauth.registration.client_id = field("client_id");
+    oauth.registration.client_secret = field("client_secret");
+    oauth.registration.metadata_url =
+        Some("https://conformance-test.local/client-metadata.json".to_owned());
+    oauth.offline_access = true;
+    options.oauth = Some(oauth);
+    options
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -314,7 +350,7 @@ async fn main() -> ExitCode {
     if let Ok(v) = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
         eprintln!("scenario {scenario:?} at protocol version {v}");
     }
-    let transport = match HttpTransport::new(&url) {
+    let transport = match HttpTransport::with_options(&url, http_options(&scenario)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{e}");
