@@ -65,6 +65,11 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         threads: None,
         resource_id: None,
         instances: 1,
+        auth: None,
+        issuer: None,
+        public_url: None,
+        scopes: Vec::new(),
+        tool_scopes: Vec::new(),
     };
     let prepared = serve::prepare(&serve_args).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -106,6 +111,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         url: Some(url),
         cmd: None,
         era: crate::EraArg::Auto,
+        auth: crate::AuthArgs::default(),
     };
     let conn = target::connect(&target, provider).await?;
     println!(

@@ -19,6 +19,7 @@ mod form;
 mod keys;
 mod provider;
 mod serve;
+mod signin;
 mod target;
 mod ui;
 mod url;
@@ -45,6 +46,44 @@ enum Command {
     Demo(DemoArgs),
     /// Manage a key ring file (new, add, activate, retire).
     Keys(KeysArgs),
+    /// Sign in to a protected server in the browser and keep the token.
+    Login(LoginArgs),
+    /// Forget the token kept for a server.
+    Logout {
+        /// The server's Streamable HTTP URL.
+        url: String,
+    },
+}
+
+/// How to authenticate to a protected HTTP server (DIGEST §8).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct AuthArgs {
+    /// A header sent with every request, 'Name: value' (repeatable).
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    pub(crate) headers: Vec<String>,
+    /// Send `Authorization: Bearer` with the token in this environment
+    /// variable (no sign-in flow then).
+    #[arg(long, value_name = "VAR")]
+    pub(crate) bearer_env: Option<String>,
+    /// A client id registered with the authorization server beforehand.
+    #[arg(long, value_name = "ID")]
+    pub(crate) client_id: Option<String>,
+    /// The environment variable holding that client's secret.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    pub(crate) client_secret_env: Option<String>,
+    /// The https URL of this client's metadata document, used as its client
+    /// id where the authorization server supports that.
+    #[arg(long, value_name = "URL")]
+    pub(crate) client_metadata_url: Option<String>,
+}
+
+/// `tern login`.
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// The server's Streamable HTTP URL.
+    pub(crate) url: String,
+    #[command(flatten)]
+    pub(crate) auth: AuthArgs,
 }
 
 /// `tern serve`.
@@ -79,6 +118,25 @@ pub(crate) struct ServeArgs {
     /// replay store when above 1).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) instances: u32,
+    /// Require a bearer token: `jwks:URL` or `jwks-file:PATH` (JWTs from
+    /// --issuer), `hs256-env:VAR` (JWTs signed with the secret in VAR), or
+    /// `tokens:FILE` (a token file). HTTP only.
+    #[arg(long, value_name = "MODE", conflicts_with = "stdio")]
+    pub(crate) auth: Option<String>,
+    /// The issuer JWTs must come from; also the authorization server named
+    /// in the protected resource metadata.
+    #[arg(long, value_name = "URL")]
+    pub(crate) issuer: Option<String>,
+    /// This endpoint's public URL: the tokens' audience and the resource of
+    /// its metadata (default http://ADDR/mcp).
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
+    /// A scope every request needs (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub(crate) scopes: Vec<String>,
+    /// A scope a tool needs besides those, TOOL=SCOPE (repeatable).
+    #[arg(long = "tool-scope", value_name = "TOOL=SCOPE")]
+    pub(crate) tool_scopes: Vec<String>,
 }
 
 /// Where a client connects: a URL, or a command to spawn over stdio.
@@ -98,6 +156,8 @@ pub(crate) struct TargetArgs {
     /// 2025-11-25 session at once.
     #[arg(long, value_enum, default_value_t = EraArg::Auto)]
     pub(crate) era: EraArg,
+    #[command(flatten)]
+    pub(crate) auth: AuthArgs,
 }
 
 /// `--era`.
@@ -238,6 +298,8 @@ fn main() -> ExitCode {
         Command::Call(a) => call::run(a),
         Command::Discover(a) => discover::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Login(a) => signin::login(a),
+        Command::Logout { url } => signin::logout(&url),
     };
     match result {
         Ok(code) => code,

@@ -2,13 +2,16 @@
 //! the secure defaults of SECURITY.md (a key file and a durable replay
 //! store over HTTP; an ephemeral key and a memory store over stdio).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern::http::{Anonymous, HttpOptions};
+use tern::http::{
+    Anonymous, Authenticate, HttpOptions, JwtAuthenticator, JwtKeys, ProtectedResource, TokenFile,
+};
 use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
 use tern::seal::{KeyFile, KeyRing, MemoryReplayStore, ReplayStore};
 use tern::server::{Config, Server};
@@ -148,7 +151,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
             serve_stdio(prepared).await
         } else {
             let addr = args.http.as_deref().unwrap_or("127.0.0.1:8080");
-            serve_http(prepared, addr).await
+            serve_http(prepared, addr, &args).await
         }
     })
 }
@@ -163,8 +166,97 @@ fn init_logging() {
         .try_init();
 }
 
+/// The authenticator and resource metadata `--auth` asks for.
+async fn protection(
+    args: &ServeArgs,
+    public_url: &str,
+) -> Result<(Arc<dyn Authenticate>, Option<ProtectedResource>), String> {
+    let Some(mode) = &args.auth else {
+        return Ok((Arc::new(Anonymous), None));
+    };
+    let mut tool_scopes: HashMap<String, Vec<String>> = HashMap::new();
+    for t in &args.tool_scopes {
+        let (tool, scope) = t
+            .split_once('=')
+            .ok_or_else(|| format!("--tool-scope {t:?}: expected TOOL=SCOPE"))?;
+        tool_scopes
+            .entry(tool.to_owned())
+            .or_default()
+            .push(scope.to_owned());
+    }
+    let mut all: Vec<String> = args.scopes.clone();
+    all.extend(tool_scopes.values().flatten().cloned());
+    all.sort();
+    all.dedup();
+    let issuer = || {
+        args.issuer
+            .clone()
+            .ok_or_else(|| format!("--auth {mode} needs --issuer"))
+    };
+    let jwt = |keys: JwtKeys| -> Result<Arc<dyn Authenticate>, String> {
+        let issuer = issuer()?;
+        let resource = ProtectedResource {
+            resource: public_url.to_owned(),
+            ..ProtectedResource::default()
+        };
+        Ok(Arc::new(
+            JwtAuthenticator::new(keys, &issuer, public_url)
+                .resource_metadata(&resource.metadata_url())
+                .scopes(&all),
+        ))
+    };
+    let auth: Arc<dyn Authenticate> = match mode.split_once(':') {
+        Some(("jwks", url)) => {
+            let text = reqwest::get(url)
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map_err(|e| format!("cannot fetch the JWKS at {url}: {e}"))?
+                .text()
+                .await
+                .map_err(|e| format!("cannot read the JWKS at {url}: {e}"))?;
+            jwt(JwtAuthenticator::jwks(&text)?)?
+        }
+        Some(("jwks-file", path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the JWKS file {path}: {e}"))?;
+            jwt(JwtAuthenticator::jwks(&text)?)?
+        }
+        Some(("hs256-env", var)) => {
+            let secret = std::env::var(var).map_err(|_| format!("--auth: {var} is not set"))?;
+            if secret.len() < 32 {
+                return Err(format!(
+                    "--auth: the secret in {var} must be at least 32 bytes"
+                ));
+            }
+            jwt(JwtKeys::Hs256(secret.into_bytes()))?
+        }
+        Some(("tokens", path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the token file {path}: {e}"))?;
+            Arc::new(TokenFile::parse(&text)?)
+        }
+        _ => {
+            return Err(format!(
+                "--auth {mode:?}: expected jwks:URL, jwks-file:PATH, hs256-env:VAR or tokens:FILE"
+            ));
+        }
+    };
+    let metadata = args.issuer.as_ref().map(|iss| ProtectedResource {
+        resource: public_url.to_owned(),
+        authorization_servers: vec![iss.clone()],
+        scopes_supported: all.clone(),
+        required_scopes: args.scopes.clone(),
+        tool_scopes,
+    });
+    Ok((auth, metadata))
+}
+
 /// Binds `addr` and serves until Ctrl-C.
-pub(crate) async fn serve_http(prepared: Prepared, addr: &str) -> Result<ExitCode, String> {
+pub(crate) async fn serve_http(
+    prepared: Prepared,
+    addr: &str,
+    args: &ServeArgs,
+) -> Result<ExitCode, String> {
     let addr: SocketAddr = addr
         .parse()
         .map_err(|_| format!("not an address: {addr} (expected HOST:PORT)"))?;
@@ -173,9 +265,18 @@ pub(crate) async fn serve_http(prepared: Prepared, addr: &str) -> Result<ExitCod
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     prepared.logins.set_base_url(format!("http://{local}"));
-    let app = tern::http::router(prepared.server, HttpOptions::default(), Arc::new(Anonymous))
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}/mcp"));
+    let (auth, protected_resource) = protection(args, &public_url).await?;
+    let options = HttpOptions {
+        protected_resource,
+        ..HttpOptions::default()
+    };
+    let app = tern::http::router(prepared.server, options, auth)
         .merge(workload::login_routes(prepared.logins));
-    eprintln!("tern: serving http://{local}/mcp");
+    eprintln!("tern: serving {public_url}");
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -5,6 +5,7 @@
 //! against a TypeScript 2025-11-25 server).
 
 mod api {
+    mod auth;
     mod call;
     mod commands;
     mod common;

@@ -18,6 +18,30 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// A `Bearer` challenge value; quotes and backslashes in values escaped.
+pub(crate) fn challenge(
+    error: Option<&str>,
+    scope: Option<&str>,
+    metadata: Option<&str>,
+) -> String {
+    let quote = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut parts = Vec::new();
+    if let Some(e) = error {
+        parts.push(format!("error=\"{}\"", quote(e)));
+    }
+    if let Some(s) = scope {
+        parts.push(format!("scope=\"{}\"", quote(s)));
+    }
+    if let Some(m) = metadata {
+        parts.push(format!("resource_metadata=\"{}\"", quote(m)));
+    }
+    if parts.is_empty() {
+        "Bearer".to_owned()
+    } else {
+        format!("Bearer {}", parts.join(", "))
+    }
+}
+
 fn unauthorized(error: &str) -> Refusal {
     Refusal {
         status: StatusCode::UNAUTHORIZED,
@@ -127,11 +151,15 @@ pub struct JwtAuthenticator {
     issuer: String,
     resource: String,
     resource_metadata: Option<String>,
+    scopes: Vec<String>,
 }
 
 #[derive(Deserialize)]
 struct AccessClaims {
     iss: String,
+    /// RFC 9068 / RFC 8693: space-separated scopes granted.
+    #[serde(default)]
+    scope: Option<String>,
     sub: Option<String>,
     client_id: Option<String>,
     azp: Option<String>,
@@ -146,6 +174,7 @@ impl JwtAuthenticator {
             issuer: issuer.to_owned(),
             resource: resource.to_owned(),
             resource_metadata: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -163,14 +192,24 @@ impl JwtAuthenticator {
         self
     }
 
-    fn refuse(&self, error: &str) -> Refusal {
-        let mut challenge = format!("Bearer error=\"{error}\"");
-        if let Some(url) = &self.resource_metadata {
-            challenge.push_str(&format!(", resource_metadata=\"{url}\""));
-        }
+    /// The scopes named in challenges, as a client should ask for them.
+    #[must_use]
+    pub fn scopes(mut self, scopes: &[String]) -> Self {
+        self.scopes = scopes.to_vec();
+        self
+    }
+
+    /// A `401` with `WWW-Authenticate: Bearer` naming the metadata and the
+    /// scopes (RFC 6750 §3, RFC 9728 §5.1).
+    fn refuse(&self, error: Option<&str>) -> Refusal {
+        let scope = (!self.scopes.is_empty()).then(|| self.scopes.join(" "));
         Refusal {
             status: StatusCode::UNAUTHORIZED,
-            challenge: Some(challenge),
+            challenge: Some(challenge(
+                error,
+                scope.as_deref(),
+                self.resource_metadata.as_deref(),
+            )),
         }
     }
 
@@ -205,30 +244,37 @@ impl JwtAuthenticator {
 
 impl Authenticate for JwtAuthenticator {
     fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        self.authenticate_scoped(headers).map(|(p, _)| p)
+    }
+
+    fn authenticate_scoped(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Principal, Option<Vec<String>>), Refusal> {
         let Some(token) = bearer(headers) else {
-            let mut r = self.refuse("invalid_request");
-            r.challenge = r.challenge.map(|c| {
-                c.replacen(" error=\"invalid_request\",", "", 1).replacen(
-                    " error=\"invalid_request\"",
-                    "",
-                    1,
-                )
-            });
-            return Err(r);
+            // No credential at all: a challenge without an error code.
+            return Err(self.refuse(None));
         };
         let claims = self.check(token).map_err(|why| {
             tracing::info!(reason = %why, "bearer token refused");
-            self.refuse("invalid_token")
+            self.refuse(Some("invalid_token"))
         })?;
         let client_id = claims.client_id.or(claims.azp).unwrap_or_default();
         // client_credentials tokens may have no subject: sub = client_id.
         let subject = claims.sub.unwrap_or_else(|| client_id.clone());
-        Ok(Principal::OAuth {
+        // Scopes are not part of the principal: a step-up mid-flow must not
+        // invalidate the flow's state.
+        let scopes = claims
+            .scope
+            .map(|s| s.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let principal = Principal::OAuth {
             issuer: claims.iss,
             subject,
             client_id,
             resource: self.resource.clone(),
-        })
+        };
+        Ok((principal, Some(scopes)))
     }
 }
 
@@ -244,9 +290,16 @@ impl std::fmt::Debug for AnyOf {
 
 impl Authenticate for AnyOf {
     fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        self.authenticate_scoped(headers).map(|(p, _)| p)
+    }
+
+    fn authenticate_scoped(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Principal, Option<Vec<String>>), Refusal> {
         let mut first = None;
         for a in &self.0 {
-            match a.authenticate(headers) {
+            match a.authenticate_scoped(headers) {
                 Ok(p) => return Ok(p),
                 Err(r) => {
                     first.get_or_insert(r);

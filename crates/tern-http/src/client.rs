@@ -320,6 +320,28 @@ impl Core {
                 _ => break (resp, in_session),
             }
         };
+        let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // Not a server's answer to the message but a refusal of the
+            // credential: say what the challenge asks for (DIGEST §8). Not
+            // an era signal either (COMPAT-C8).
+            let challenge = resp
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default();
+            let what = if status == StatusCode::UNAUTHORIZED {
+                "needs a valid access token"
+            } else {
+                "refuses this access token"
+            };
+            return Err(Error::unauthorized(format!(
+                "HTTP {} from {}: the server {what}{challenge}",
+                status.as_u16(),
+                self.url
+            )));
+        }
         if in_session && resp.status() == StatusCode::NOT_FOUND {
             // 2025-11-25 session management: the server ended the session.
             self.lock_session().id = None;

@@ -41,4 +41,6 @@ pub mod fuzzing {
 #[cfg(feature = "server")]
 pub use auth::{AnyOf, JwtAuthenticator, JwtKeys, TokenFile};
 #[cfg(feature = "server")]
-pub use server::{Anonymous, Authenticate, HttpOptions, Refusal, router, serve, spawn};
+pub use server::{
+    Anonymous, Authenticate, HttpOptions, ProtectedResource, Refusal, router, serve, spawn,
+};

@@ -56,6 +56,84 @@ impl Refusal {
 pub trait Authenticate: Send + Sync + 'static {
     /// The principal behind these headers, or why they are refused.
     fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal>;
+
+    /// The principal and the scopes its credential grants; `None` for a
+    /// credential without scopes (a token file entry, anonymous), on which
+    /// no scope is enforced.
+    fn authenticate_scoped(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Principal, Option<Vec<String>>), Refusal> {
+        self.authenticate(headers).map(|p| (p, None))
+    }
+}
+
+/// This server as an OAuth protected resource (RFC 9728): the metadata
+/// document served at `/.well-known/oauth-protected-resource{path}`, and
+/// the scopes requests need.
+#[derive(Clone, Debug, Default)]
+pub struct ProtectedResource {
+    /// The canonical URI of this MCP endpoint, the tokens' audience.
+    pub resource: String,
+    /// The issuers of the authorization servers clients sign in with.
+    pub authorization_servers: Vec<String>,
+    /// Every scope this server knows, advertised in the metadata.
+    pub scopes_supported: Vec<String>,
+    /// Scopes every request needs.
+    pub required_scopes: Vec<String>,
+    /// Scopes a `tools/call` of the named tool needs besides those.
+    pub tool_scopes: HashMap<String, Vec<String>>,
+}
+
+impl ProtectedResource {
+    /// Where the metadata document lives (RFC 9728 §3.1: the well-known
+    /// path inserted before the resource's path).
+    pub fn metadata_url(&self) -> String {
+        match self.resource.split_once("://") {
+            Some((scheme, rest)) => {
+                let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                format!(
+                    "{scheme}://{host}/.well-known/oauth-protected-resource{}",
+                    path.trim_end_matches('/')
+                )
+            }
+            None => String::new(),
+        }
+    }
+
+    fn document(&self) -> serde_json::Value {
+        serde_json::json!({
+            "resource": self.resource,
+            "authorization_servers": self.authorization_servers,
+            "scopes_supported": self.scopes_supported,
+            "bearer_methods_supported": ["header"],
+        })
+    }
+
+    /// The scopes of `granted` this request still lacks.
+    fn missing(
+        &self,
+        body: &[u8],
+        limits: &tern_proto::decode::Limits,
+        granted: &[String],
+    ) -> Vec<String> {
+        let mut needed = self.required_scopes.clone();
+        if !self.tool_scopes.is_empty()
+            && let Ok(Message::Request(r)) = decode_message(body, limits)
+            && r.method == "tools/call"
+            && let Some(name) = r
+                .params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(|n| n.as_str())
+            && let Some(more) = self.tool_scopes.get(name)
+        {
+            needed.extend(more.iter().cloned());
+        }
+        needed.retain(|s| !granted.contains(s));
+        needed.dedup();
+        needed
+    }
 }
 
 /// Everyone is anonymous.
@@ -88,6 +166,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// A legacy session unused this long is forgotten (default 1 h).
     pub session_ttl: Duration,
+    /// Serve as an OAuth protected resource (metadata, scopes).
+    pub protected_resource: Option<ProtectedResource>,
 }
 
 impl Default for HttpOptions {
@@ -100,6 +180,7 @@ impl Default for HttpOptions {
             keep_alive: Duration::from_secs(15),
             max_sessions: 1024,
             session_ttl: Duration::from_secs(3600),
+            protected_resource: None,
         }
     }
 }
@@ -139,15 +220,32 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// `GET` is its server-to-client stream and whose `DELETE` ends it.
 pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>) -> Router {
     let path = options.path.clone();
+    let metadata = options.protected_resource.as_ref().map(|p| {
+        let at = p
+            .metadata_url()
+            .split_once("/.well-known/")
+            .map(|(_, rest)| format!("/.well-known/{rest}"))
+            .unwrap_or_default();
+        (at, p.document())
+    });
     let app = Arc::new(App {
         server,
         options,
         auth,
         sessions: Mutex::default(),
     });
-    Router::new()
-        .route(&path, post(handle).get(open_stream).delete(end_session))
-        .with_state(app)
+    let mut router = Router::new().route(&path, post(handle).get(open_stream).delete(end_session));
+    if let Some((at, doc)) = metadata.filter(|(at, _)| !at.is_empty()) {
+        let body = Bytes::from(doc.to_string());
+        router = router.route(
+            &at,
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move { json_response(200, body) }
+            }),
+        );
+    }
+    router.with_state(app)
 }
 
 impl App {
@@ -418,7 +516,7 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
         }
     }
     // Step 3.
-    let principal = match app.auth.authenticate(&headers) {
+    let (principal, granted) = match app.auth.authenticate_scoped(&headers) {
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
@@ -433,6 +531,25 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
     let Ok(body) = axum::body::to_bytes(body, app.options.max_body).await else {
         return error_response(&McpError::PayloadTooLarge, None);
     };
+    // A token without the scopes this request needs: 403 naming them, so
+    // the client can step up (RFC 6750 §3.1, DIGEST §8).
+    if let (Some(p), Some(granted)) = (&app.options.protected_resource, &granted) {
+        let missing = p.missing(&body, &app.server.config().limits, granted);
+        if !missing.is_empty() {
+            let mut needed: Vec<String> = granted.clone();
+            needed.extend(missing);
+            let challenge = crate::auth::challenge(
+                Some("insufficient_scope"),
+                Some(&needed.join(" ")),
+                Some(&p.metadata_url()),
+            );
+            return Refusal {
+                status: StatusCode::FORBIDDEN,
+                challenge: Some(challenge),
+            }
+            .into_response();
+        }
+    }
     let mcp = match mcp_headers(&headers) {
         Ok(h) => h,
         Err(e) => return error_response(&e, None),

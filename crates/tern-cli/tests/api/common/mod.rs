@@ -26,9 +26,16 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
+        Server::start_with(&[], &[])
+    }
+
+    /// `tern serve --http 127.0.0.1:0 ARGS…` with `env` set.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
         let dir = TempDir::new().unwrap();
         let mut child = Command::new(tern_bin())
             .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
             .env("XDG_DATA_HOME", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,0 +1,312 @@
+//! Signing in to protected servers from the terminal (DIGEST §8): the
+//! browser flow with a loopback redirect, the token file, `tern login` and
+//! `tern logout`, and the static credentials of `--header` and
+//! `--bearer-env`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tern::client::{BoxFuture, Error};
+use tern::http::oauth::{OAuthOptions, StoredToken, TokenStore, UserAgent};
+use tern::http::{HttpClientOptions, HttpTransport};
+use tokio::sync::mpsc;
+
+use crate::ui::{bold, dim};
+use crate::{AuthArgs, LoginArgs};
+
+/// How long the browser flow waits for the redirect.
+const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
+
+/// The tokens `tern` holds: `tokens.json` in the platform data directory,
+/// mode 0600, one entry per protected resource naming its authorization
+/// server. Never printed, never logged.
+#[derive(Debug)]
+pub(crate) struct TokenFile {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl TokenFile {
+    pub(crate) fn open() -> Result<Self, String> {
+        Ok(TokenFile {
+            path: crate::serve::data_dir()?.join("tokens.json"),
+            lock: Mutex::new(()),
+        })
+    }
+
+    fn read(&self) -> BTreeMap<String, StoredToken> {
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn write(&self, all: &BTreeMap<String, StoredToken>) {
+        let Ok(bytes) = serde_json::to_vec_pretty(all) else {
+            return;
+        };
+        if let Err(e) = write_private(&self.path, &bytes) {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot write the token file");
+        }
+    }
+}
+
+/// Writes `bytes` to `path` readable by the owner only, replacing it whole.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut f = options.open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+impl TokenStore for TokenFile {
+    fn load(&self, resource: &str) -> Option<StoredToken> {
+        let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.read().remove(resource)
+    }
+
+    fn save(&self, token: &StoredToken) {
+        let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all = self.read();
+        all.insert(token.resource.clone(), token.clone());
+        self.write(&all);
+    }
+
+    fn remove(&self, resource: &str) {
+        let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all = self.read();
+        if all.remove(resource).is_some() {
+            self.write(&all);
+        }
+    }
+}
+
+/// The person's browser: the authorization server's host shown
+/// prominently, the browser opened (or the link printed), the redirect
+/// caught on a loopback port. Without a terminal it refuses: a flow nobody
+/// can finish would only hang.
+struct Browser {
+    listener: Mutex<Option<std::net::TcpListener>>,
+    port: u16,
+    interactive: bool,
+}
+
+impl Browser {
+    fn new(interactive: bool) -> Result<Self, String> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("cannot listen for the sign-in redirect: {e}"))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| format!("cannot listen for the sign-in redirect: {e}"))?
+            .port();
+        Ok(Browser {
+            listener: Mutex::new(Some(listener)),
+            port,
+            interactive,
+        })
+    }
+}
+
+fn host_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| url.to_owned())
+}
+
+impl UserAgent for Browser {
+    fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}/callback", self.port)
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        authorization_url: &'a str,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<String, Error>> {
+        Box::pin(async move {
+            if !self.interactive {
+                return Err(Error::unauthorized(format!(
+                    "this server needs you to sign in at {}; run `tern login` with its URL in a terminal",
+                    host_of(issuer)
+                )));
+            }
+            // The same port every time: it is the registered redirect.
+            let listener = self
+                .listener
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .map(std::net::TcpListener::try_clone)
+                .ok_or_else(|| Error::unauthorized("the redirect listener is gone"))?
+                .map_err(|e| Error::transport_from("the redirect listener", e))?;
+            listener
+                .set_nonblocking(true)
+                .map_err(|e| Error::transport_from("the redirect listener", e))?;
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| Error::transport_from("the redirect listener", e))?;
+            eprintln!();
+            eprintln!("{} {}", bold("Sign in at"), bold(&host_of(issuer)),);
+            eprintln!("{}", dim(&format!("authorization server {issuer}")));
+            let opened = std::env::var_os("TERN_NO_BROWSER").is_none_or(|v| v.is_empty())
+                && open_browser(authorization_url);
+            if opened {
+                eprintln!(
+                    "{}",
+                    dim("Your browser should open; if it does not, open this link:")
+                );
+            } else {
+                eprintln!("Open this link in your browser:");
+            }
+            eprintln!("  {authorization_url}");
+            let (tx, mut rx) = mpsc::channel::<String>(1);
+            let redirect = self.redirect_uri();
+            let app = axum::Router::new().route(
+                "/callback",
+                axum::routing::get(move |uri: axum::http::Uri| {
+                    let tx = tx.clone();
+                    let back = format!("{redirect}?{}", uri.query().unwrap_or_default());
+                    async move {
+                        let _ = tx.send(back).await;
+                        axum::response::Html(
+                            "<!doctype html><title>tern</title><p>Signed in. You can close this tab and return to the terminal.</p>",
+                        )
+                    }
+                }),
+            );
+            let server = tokio::spawn(async move { axum::serve(listener, app).await });
+            let back = tokio::time::timeout(SIGN_IN_WAIT, rx.recv()).await;
+            // Let the page reach the browser before the listener goes.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            server.abort();
+            match back {
+                Ok(Some(url)) => Ok(url),
+                _ => Err(Error::unauthorized(format!(
+                    "no sign-in came back within {} minutes",
+                    SIGN_IN_WAIT.as_secs() / 60
+                ))),
+            }
+        })
+    }
+}
+
+/// Opens `url` with the platform's opener; false when there is none.
+fn open_browser(url: &str) -> bool {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
+/// The HTTP options of `--header`, `--bearer-env` and the sign-in flags.
+pub(crate) fn http_options(
+    auth: &AuthArgs,
+    interactive: bool,
+) -> Result<HttpClientOptions, String> {
+    let mut options = HttpClientOptions::default();
+    for h in &auth.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| format!("--header {h:?}: expected 'Name: value'"))?;
+        let name = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| format!("--header {h:?}: not a header name"))?;
+        let value = reqwest::header::HeaderValue::from_str(value.trim())
+            .map_err(|_| format!("--header {h:?}: not a header value (visible ASCII only)"))?;
+        options.headers.append(name, value);
+    }
+    if let Some(var) = &auth.bearer_env {
+        let token = std::env::var(var).map_err(|_| format!("--bearer-env: {var} is not set"))?;
+        let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+            .map_err(|_| format!("--bearer-env: {var} does not hold a token"))?;
+        options
+            .headers
+            .insert(reqwest::header::AUTHORIZATION, value);
+        // A static credential: no sign-in flow on top of it.
+        return Ok(options);
+    }
+    let mut oauth = OAuthOptions::new("tern", Arc::new(Browser::new(interactive)?));
+    oauth.registration.client_id = auth.client_id.clone();
+    oauth.registration.client_secret = match &auth.client_secret_env {
+        Some(var) => {
+            Some(std::env::var(var).map_err(|_| format!("--client-secret-env: {var} is not set"))?)
+        }
+        None => None,
+    };
+    oauth.registration.metadata_url = auth.client_metadata_url.clone();
+    oauth.offline_access = true;
+    // Without a data directory tokens last for this run only.
+    oauth.store = TokenFile::open()
+        .ok()
+        .map(|f| Arc::new(f) as Arc<dyn TokenStore>);
+    options.oauth = Some(oauth);
+    Ok(options)
+}
+
+/// `tern login URL`: signs in now and keeps the token.
+pub(crate) fn login(args: LoginArgs) -> Result<ExitCode, String> {
+    let store = TokenFile::open()?;
+    let options = http_options(&args.auth, crate::provider::stdin_is_terminal())?;
+    let transport = HttpTransport::with_options(&args.url, options).map_err(|e| e.to_string())?;
+    let endpoint = transport.url().to_owned();
+    crate::call::runtime()?.block_on(async move {
+        let client = tern::client::Client::builder(transport)
+            .era(tern::client::EraPolicy::Auto)
+            .build();
+        let r = client.discover().await;
+        let _ = client.close().await;
+        match (r, store.load(&endpoint)) {
+            (Ok(_), Some(t)) => {
+                println!("signed in to {} at {}", endpoint, host_of(&t.issuer));
+                Ok(ExitCode::SUCCESS)
+            }
+            (Ok(_), None) => {
+                println!("{endpoint} let us in without signing in");
+                Ok(ExitCode::SUCCESS)
+            }
+            (Err(e), _) => {
+                eprintln!("tern: {e}");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    })
+}
+
+/// `tern logout URL`: forgets the token kept for it.
+pub(crate) fn logout(url: &str) -> Result<ExitCode, String> {
+    let store = TokenFile::open()?;
+    // The key is the endpoint as the transport spells it.
+    let endpoint = HttpTransport::new(url)
+        .map_err(|e| e.to_string())?
+        .url()
+        .to_owned();
+    if store.load(&endpoint).is_some() {
+        store.remove(&endpoint);
+        println!("signed out of {endpoint}");
+    } else {
+        println!("no sign-in was kept for {endpoint}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,120 @@
+//! `tern serve` as an OAuth protected resource (DIGEST §8, RFC 9728, RFC
+//! 6750): the challenge and the metadata document a client signs in from,
+//! tokens checked for issuer and audience, per-tool scopes answered with
+//! `403 insufficient_scope`; and `tern call --bearer-env` / `--header` with
+//! static credentials.
+
+use jsonwebtoken::{EncodingKey, Header, encode};
+use serde_json::{Value, json};
+
+use super::common::{Server, run, tern_bin};
+
+const SECRET: &str = "an HS256 secret of at least 32 bytes!";
+const ISSUER: &str = "https://as.example";
+
+fn protected() -> Server {
+    Server::start_with(
+        &[
+            "--auth",
+            "hs256-env:TERN_TEST_SECRET",
+            "--issuer",
+            ISSUER,
+            "--scope",
+            "mcp",
+            "--tool-scope",
+            "deploy=deploy:write",
+        ],
+        &[("TERN_TEST_SECRET", SECRET)],
+    )
+}
+
+fn token(audience: &str, scope: &str) -> String {
+    let claims = json!({"iss": ISSUER, "aud": audience, "sub": "alice", "client_id": "c1",
+                        "scope": scope, "exp": 4_102_444_800u64});
+    encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+fn call_with_token(url: &str, token: &str, what: &[&str]) -> super::common::Run {
+    let mut cmd = std::process::Command::new(tern_bin());
+    cmd.args(["call", url, "--bearer-env", "TOK"])
+        .args(what)
+        .env("TOK", token);
+    run(cmd)
+}
+
+#[tokio::test]
+async fn a_protected_server_challenges_and_describes_itself() {
+    let s = protected();
+    let metadata = s
+        .url
+        .replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    let r = reqwest::Client::new()
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(
+        r.headers()["www-authenticate"],
+        format!("Bearer scope=\"deploy:write mcp\", resource_metadata=\"{metadata}\"").as_str()
+    );
+    let text = reqwest::get(&metadata).await.unwrap().text().await.unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        doc,
+        json!({"resource": s.url, "authorization_servers": [ISSUER],
+               "scopes_supported": ["deploy:write", "mcp"],
+               "bearer_methods_supported": ["header"]})
+    );
+}
+
+#[test]
+fn tokens_are_checked_for_audience_and_scope() {
+    let s = protected();
+    call_with_token(&s.url, &token(&s.url, "mcp"), &["tool", "echo", "text=hi"])
+        .ok()
+        .says("hi");
+    // A token for another resource is refused (RFC 8707 audience).
+    call_with_token(
+        &s.url,
+        &token("https://other.example/mcp", "mcp"),
+        &["tool", "echo", "text=hi"],
+    )
+    .failed(1)
+    .says("401");
+    // The deploy tool needs deploy:write: 403 insufficient_scope.
+    call_with_token(
+        &s.url,
+        &token(&s.url, "mcp"),
+        &["tool", "deploy", "environment=staging", "--yes"],
+    )
+    .failed(1)
+    .says("403");
+    call_with_token(
+        &s.url,
+        &token(&s.url, "mcp deploy:write"),
+        &["tool", "echo", "text=scoped"],
+    )
+    .ok()
+    .says("scoped");
+}
+
+#[test]
+fn a_header_flag_carries_a_static_credential() {
+    let s = protected();
+    let mut cmd = std::process::Command::new(tern_bin());
+    cmd.args(["call", &s.url, "--header"])
+        .arg(format!("Authorization: Bearer {}", token(&s.url, "mcp")))
+        .args(["tool", "echo", "text=via-header"]);
+    run(cmd).ok().says("via-header");
+    let mut cmd = std::process::Command::new(tern_bin());
+    cmd.args(["call", &s.url, "--header", "no colon here", "tool", "echo"]);
+    run(cmd).failed(2).says("expected 'Name: value'");
+}
