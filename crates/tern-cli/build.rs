@@ -47,4 +47,16 @@ fn main() {
         );
         println!("cargo::rustc-cfg=tern_no_py_sdk");
     }
+    // The authorization server of the OAuth end-to-end test (`npm ci` in
+    // interop/as).
+    println!("cargo::rustc-check-cfg=cfg(tern_no_as)");
+    let oidc = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../interop/as/node_modules/oidc-provider/package.json");
+    println!("cargo::rerun-if-changed={}", oidc.display());
+    if !(ci || (node && oidc.is_file())) {
+        println!(
+            "cargo::warning=the authorization server peer is not installed: the OAuth end-to-end test is skipped here (CI requires it; run `npm ci` in interop/as)"
+        );
+        println!("cargo::rustc-cfg=tern_no_as");
+    }
 }

@@ -202,7 +202,9 @@ async fn protection(
         Ok(Arc::new(
             JwtAuthenticator::new(keys, &issuer, public_url)
                 .resource_metadata(&resource.metadata_url())
-                .scopes(&all),
+                // What every request needs; a tool's own scopes come with
+                // its 403, so a client steps up only when it must.
+                .scopes(&args.scopes),
         ))
     };
     let auth: Arc<dyn Authenticate> = match mode.split_once(':') {

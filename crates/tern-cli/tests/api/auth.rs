@@ -63,7 +63,7 @@ async fn a_protected_server_challenges_and_describes_itself() {
     assert_eq!(r.status(), 401);
     assert_eq!(
         r.headers()["www-authenticate"],
-        format!("Bearer scope=\"deploy:write mcp\", resource_metadata=\"{metadata}\"").as_str()
+        format!("Bearer scope=\"mcp\", resource_metadata=\"{metadata}\"").as_str()
     );
     let text = reqwest::get(&metadata).await.unwrap().text().await.unwrap();
     let doc: Value = serde_json::from_str(&text).unwrap();

@@ -31,9 +31,14 @@ impl Server {
 
     /// `tern serve --http 127.0.0.1:0 ARGS…` with `env` set.
     pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_at("127.0.0.1:0", args, env)
+    }
+
+    /// `tern serve --http ADDR ARGS…` with `env` set.
+    pub fn start_at(addr: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let dir = TempDir::new().unwrap();
         let mut child = Command::new(tern_bin())
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["serve", "--http", addr])
             .args(args)
             .envs(env.iter().copied())
             .env("XDG_DATA_HOME", dir.path())
