@@ -11,7 +11,7 @@ mod api {
     mod common;
     mod interop;
     mod interop_py;
-    mod oauth_e2e;
     mod legacy_server;
+    mod oauth_e2e;
     mod pty;
 }

@@ -219,16 +219,28 @@ fn login_call_refresh_and_step_up_through_a_real_authorization_server() {
     // A token for this server is refused by another (its audience).
     let other = resource_server(&issuer);
     let mut cmd = Command::new(tern_bin());
-    cmd.args(["call", &other.url, "--bearer-env", "TOK", "tool", "echo", "text=x"])
-        .env(
-            "TOK",
-            refreshed[&rs.url]["access_token"].as_str().unwrap(),
-        );
+    cmd.args([
+        "call",
+        &other.url,
+        "--bearer-env",
+        "TOK",
+        "tool",
+        "echo",
+        "text=x",
+    ])
+    .env("TOK", refreshed[&rs.url]["access_token"].as_str().unwrap());
     run(cmd).failed(1).says("401");
 
     // deploy needs deploy:write: 403, and the call steps up in the terminal.
     let mut p = pty(
-        &["call", &rs.url, "tool", "deploy", "environment=staging", "--yes"],
+        &[
+            "call",
+            &rs.url,
+            "tool",
+            "deploy",
+            "environment=staging",
+            "--yes",
+        ],
         &home,
     );
     sign_in(&mut p, &issuer);
@@ -236,7 +248,11 @@ fn login_call_refresh_and_step_up_through_a_real_authorization_server() {
     p.exp_eof().unwrap();
     let scopes = tokens(&home)[&rs.url]["scopes"].clone();
     assert!(
-        scopes.as_array().unwrap().iter().any(|s| s == "deploy:write"),
+        scopes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "deploy:write"),
         "{scopes}"
     );
 }
