@@ -221,11 +221,119 @@ fn open_browser(url: &str) -> bool {
         .is_ok()
 }
 
-/// The HTTP options of `--header`, `--bearer-env` and the sign-in flags.
+/// What `tern` is told about servers ahead of time: `config.json` in the
+/// platform config directory (`$TERN_CONFIG` names another file). Flags win
+/// over it; headers add up.
+///
+/// ```json
+/// {
+///   "client_metadata_url": "https://app.example.com/tern-client.json",
+///   "servers": {
+///     "https://mcp.example.com/mcp": {
+///       "client_id": "tern-at-example",
+///       "client_secret_env": "EXAMPLE_SECRET",
+///       "headers": {"X-Team": "infra"}
+///     }
+///   }
+/// }
+/// ```
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    /// The metadata document URL used wherever a server has none of its own.
+    #[serde(default)]
+    client_metadata_url: Option<String>,
+    /// Per endpoint URL, as given to `tern call`.
+    #[serde(default)]
+    servers: BTreeMap<String, ServerConfig>,
+}
+
+/// One server's entry in [`Config`].
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerConfig {
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    client_secret_env: Option<String>,
+    #[serde(default)]
+    client_metadata_url: Option<String>,
+    #[serde(default)]
+    bearer_env: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+impl Config {
+    /// The config file: `$TERN_CONFIG`, else `tern/config.json` under
+    /// `$XDG_CONFIG_HOME` or `~/.config`.
+    fn path() -> Option<PathBuf> {
+        if let Some(p) = std::env::var_os("TERN_CONFIG").filter(|p| !p.is_empty()) {
+            return Some(PathBuf::from(p));
+        }
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+        Some(base.join("tern/config.json"))
+    }
+
+    /// Reads the config file; none is an empty config, a broken one an
+    /// error naming the file and the problem.
+    pub(crate) fn load() -> Result<Config, String> {
+        let Some(path) = Config::path() else {
+            return Ok(Config::default());
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// `auth` completed from the entry for `url`: a flag given wins.
+    pub(crate) fn apply(&self, url: &str, auth: &AuthArgs) -> AuthArgs {
+        let entry = self
+            .servers
+            .get(url)
+            .or_else(|| self.servers.get(url.trim_end_matches('/')))
+            .cloned()
+            .unwrap_or_default();
+        let mut headers: Vec<String> = entry
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        headers.extend(auth.headers.iter().cloned());
+        let client_id = auth.client_id.clone().or(entry.client_id);
+        AuthArgs {
+            headers,
+            bearer_env: auth.bearer_env.clone().or(entry.bearer_env),
+            // A secret goes with the id it was given with.
+            client_secret_env: if auth.client_id.is_some() {
+                auth.client_secret_env.clone()
+            } else {
+                entry.client_secret_env
+            },
+            client_id,
+            client_metadata_url: auth
+                .client_metadata_url
+                .clone()
+                .or(entry.client_metadata_url)
+                .or_else(|| self.client_metadata_url.clone()),
+        }
+    }
+}
+
+/// The HTTP options of `--header`, `--bearer-env` and the sign-in flags,
+/// completed from the config file's entry for `url`.
 pub(crate) fn http_options(
+    url: &str,
     auth: &AuthArgs,
     interactive: bool,
 ) -> Result<HttpClientOptions, String> {
+    let auth = &Config::load()?.apply(url, auth);
     let mut options = HttpClientOptions::default();
     for h in &auth.headers {
         let (name, value) = h
@@ -268,7 +376,7 @@ pub(crate) fn http_options(
 /// `tern login URL`: signs in now and keeps the token.
 pub(crate) fn login(args: LoginArgs) -> Result<ExitCode, String> {
     let store = TokenFile::open()?;
-    let options = http_options(&args.auth, crate::provider::stdin_is_terminal())?;
+    let options = http_options(&args.url, &args.auth, crate::provider::stdin_is_terminal())?;
     let transport = HttpTransport::with_options(&args.url, options).map_err(|e| e.to_string())?;
     let endpoint = transport.url().to_owned();
     crate::call::runtime()?.block_on(async move {

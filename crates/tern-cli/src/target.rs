@@ -170,7 +170,8 @@ pub(crate) async fn connect(
         .as_deref()
         .ok_or("give the server's URL or --cmd 'COMMAND ARGS'")?;
     // A 401 starts the sign-in in a terminal; elsewhere it says to log in.
-    let options = crate::signin::http_options(&target.auth, crate::provider::stdin_is_terminal())?;
+    let options =
+        crate::signin::http_options(url, &target.auth, crate::provider::stdin_is_terminal())?;
     let transport = HttpTransport::with_options(url, options).map_err(|e| format!("{url}: {e}"))?;
     let label = reqwest::Url::parse(url)
         .ok()

@@ -488,8 +488,19 @@ impl OAuth {
                 scopes.extend(t.scopes.iter().cloned());
             }
         } else if let Some(t) = &previous {
-            // A refused token is dropped (and its refresh tried first).
-            if t.refresh_token.is_some()
+            // A refused token is dropped (and its refresh tried first),
+            // unless the resource now names other authorization servers:
+            // then the old server's tokens are worthless here and its
+            // refresh token is not sent anywhere (AUTH-C11, migration).
+            let migrated = match parse_url(endpoint, "the server") {
+                Ok(url) => self
+                    .resource_metadata(&url, &challenge)
+                    .await
+                    .is_ok_and(|prm| !prm.authorization_servers.contains(&t.issuer)),
+                Err(_) => false,
+            };
+            if !migrated
+                && t.refresh_token.is_some()
                 && let Ok(fresh) = self.refresh(t).await
                 && fresh.access_token != t.access_token
             {
@@ -888,12 +899,11 @@ impl OAuth {
 /// The code from the authorization response, once `state` and `iss` are
 /// right (RFC 9207: `iss` compared as a plain string with the issuer; it is
 /// required when the server advertises it, and checked whenever present).
+/// Both are checked before an `error` is read: a response that fails them
+/// may come from anyone, and its error text is never shown (AUTH-C7).
 fn check_redirect(back: &str, state: &str, m: &ServerMetadata) -> Result<String, Error> {
     let url = parse_url(back, "the redirect")?;
     let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
-    if let Some(e) = q.get("error") {
-        return Err(auth_error(format!("the authorization server said {e}")));
-    }
     if q.get("state").map(String::as_str) != Some(state) {
         return Err(auth_error("the redirect's state is not the one sent"));
     }
@@ -910,6 +920,9 @@ fn check_redirect(back: &str, state: &str, m: &ServerMetadata) -> Result<String,
             ));
         }
         _ => {}
+    }
+    if let Some(e) = q.get("error") {
+        return Err(auth_error(format!("the authorization server said {e}")));
     }
     q.get("code")
         .cloned()

@@ -3,5 +3,6 @@
 
 mod api {
     mod client;
+    mod oauth;
     mod server;
 }

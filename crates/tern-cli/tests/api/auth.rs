@@ -118,3 +118,45 @@ fn a_header_flag_carries_a_static_credential() {
     cmd.args(["call", &s.url, "--header", "no colon here", "tool", "echo"]);
     run(cmd).failed(2).says("expected 'Name: value'");
 }
+
+#[test]
+fn the_config_file_supplies_credentials_per_server_and_flags_win() {
+    let s = protected();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        json!({"servers": {s.url.as_str(): {"bearer_env": "CONFIGURED"}}}).to_string(),
+    )
+    .unwrap();
+    let call = |extra: &[&str], env: &[(&str, String)]| {
+        let mut cmd = std::process::Command::new(tern_bin());
+        cmd.args(["call", &s.url])
+            .args(extra)
+            .args(["tool", "echo", "text=configured"])
+            .env("TERN_CONFIG", &config);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run(cmd)
+    };
+    call(&[], &[("CONFIGURED", token(&s.url, "mcp"))])
+        .ok()
+        .says("configured");
+    // A flag wins over the file: this token is for another audience.
+    call(
+        &["--bearer-env", "FLAG"],
+        &[
+            ("CONFIGURED", token(&s.url, "mcp")),
+            ("FLAG", token("https://other.example/mcp", "mcp")),
+        ],
+    )
+    .failed(1)
+    .says("401");
+    // A misspelt key is named, with the file.
+    std::fs::write(&config, r#"{"servers": {"x": {"bearer": "V"}}}"#).unwrap();
+    call(&[], &[])
+        .failed(2)
+        .says("unknown field `bearer`")
+        .says("config.json");
+}

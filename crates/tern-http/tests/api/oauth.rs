@@ -1,0 +1,381 @@
+//! The OAuth client against hostile or broken authorization servers
+//! (DIGEST §8): each case ends the call with a clear authorization error
+//! and stores no token. One loopback app plays the protected MCP server, its
+//! protected resource metadata and the authorization server; each test
+//! picks how the authorization server misbehaves.
+#![cfg(all(feature = "client", feature = "server"))]
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tern_client::{BoxFuture, Client, EraPolicy, Error};
+use tern_http::oauth::{OAuthOptions, StoredToken, TokenStore, UserAgent};
+use tern_http::{HttpClientOptions, HttpTransport};
+
+/// How the authorization server misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Everything right: the control case.
+    None,
+    /// The metadata document names another issuer (AUTH-C5).
+    IssuerDiffers,
+    /// The token endpoint answers something that is not JSON.
+    GarbageToken,
+    /// The token endpoint answers JSON without an access token.
+    TokenWithoutAccessToken,
+    /// The resource names an authorization server on plain non-loopback
+    /// http; never contacted.
+    PlainHttpIssuer,
+    /// The authorization and token endpoints are on plain non-loopback
+    /// http.
+    PlainHttpEndpoints,
+    /// No S256 in `code_challenge_methods_supported` (AUTH-C6).
+    NoPkce,
+}
+
+/// How the person's browser comes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Back {
+    Right,
+    WrongState,
+    WrongIss,
+    /// An `error` with a wrong `iss`: the error text must not be shown
+    /// (AUTH-C7).
+    ErrorWithWrongIss,
+}
+
+#[derive(Clone)]
+struct App {
+    base: String,
+    fault: Fault,
+    /// Token requests seen.
+    token_requests: Arc<Mutex<u32>>,
+}
+
+fn json_ok(v: Value) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+async fn mcp(State(app): State<App>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .is_some_and(|v| v == "Bearer good-token");
+    if !authorized {
+        let challenge = format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="mcp""#,
+            app.base
+        );
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, challenge)],
+        )
+            .into_response();
+    }
+    let id = serde_json::from_slice::<Value>(&body).unwrap_or_default()["id"].clone();
+    json_ok(json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "protected", "version": "1"}}
+    }}))
+}
+
+async fn resource_metadata(State(app): State<App>) -> Response {
+    let issuer = if app.fault == Fault::PlainHttpIssuer {
+        "http://auth.example.test".to_owned()
+    } else {
+        app.base.clone()
+    };
+    json_ok(json!({
+        "resource": format!("{}/mcp", app.base),
+        "authorization_servers": [issuer],
+        "scopes_supported": ["mcp"]
+    }))
+}
+
+async fn server_metadata(State(app): State<App>) -> Response {
+    let issuer = if app.fault == Fault::IssuerDiffers {
+        "https://elsewhere.example.test".to_owned()
+    } else {
+        app.base.clone()
+    };
+    let endpoints = if app.fault == Fault::PlainHttpEndpoints {
+        "http://auth.example.test".to_owned()
+    } else {
+        app.base.clone()
+    };
+    let pkce = if app.fault == Fault::NoPkce {
+        json!(["plain"])
+    } else {
+        json!(["S256"])
+    };
+    json_ok(json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{endpoints}/authorize"),
+        "token_endpoint": format!("{endpoints}/token"),
+        "code_challenge_methods_supported": pkce,
+        "token_endpoint_auth_methods_supported": ["none"],
+        "authorization_response_iss_parameter_supported": true
+    }))
+}
+
+async fn token(State(app): State<App>) -> Response {
+    *app.token_requests.lock().unwrap() += 1;
+    match app.fault {
+        Fault::GarbageToken => (StatusCode::OK, "<html>oops</html>").into_response(),
+        Fault::TokenWithoutAccessToken => {
+            json_ok(json!({"token_type": "Bearer", "expires_in": 60}))
+        }
+        _ => json_ok(json!({
+            "access_token": "good-token", "token_type": "Bearer", "expires_in": 3600
+        })),
+    }
+}
+
+async fn start(fault: Fault) -> App {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .unwrap();
+    let app = App {
+        base: format!("http://{}", listener.local_addr().unwrap()),
+        fault,
+        token_requests: Arc::default(),
+    };
+    let router = Router::new()
+        .route("/mcp", post(mcp))
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(server_metadata),
+        )
+        .route("/token", post(token))
+        .with_state(app.clone());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    app
+}
+
+/// The person's browser, answering the way `back` says.
+struct Browser {
+    back: Back,
+    issuer: String,
+}
+
+impl UserAgent for Browser {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<String, Error>> {
+        Box::pin(async move {
+            assert_eq!(
+                issuer, self.issuer,
+                "the issuer shown is the one discovered"
+            );
+            let q: HashMap<String, String> = reqwest::Url::parse(url)
+                .unwrap()
+                .query_pairs()
+                .into_owned()
+                .collect();
+            let state = q["state"].clone();
+            let enc =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let iss = enc(issuer);
+            Ok(match self.back {
+                Back::Right => format!("{}?code=c0de&state={state}&iss={iss}", self.redirect_uri()),
+                Back::WrongState => {
+                    format!("{}?code=c0de&state=forged&iss={iss}", self.redirect_uri())
+                }
+                Back::WrongIss => format!(
+                    "{}?code=c0de&state={state}&iss={}",
+                    self.redirect_uri(),
+                    enc("https://attacker.example.test")
+                ),
+                Back::ErrorWithWrongIss => format!(
+                    "{}?error=access_denied&error_description={}&state={state}&iss={}",
+                    self.redirect_uri(),
+                    enc("call +1-555-0100 to unlock your account"),
+                    enc("https://attacker.example.test")
+                ),
+            })
+        })
+    }
+}
+
+#[derive(Default)]
+struct Tokens(Mutex<HashMap<String, StoredToken>>);
+
+impl TokenStore for Tokens {
+    fn load(&self, resource: &str) -> Option<StoredToken> {
+        self.0.lock().unwrap().get(resource).cloned()
+    }
+    fn save(&self, token: &StoredToken) {
+        self.0
+            .lock()
+            .unwrap()
+            .insert(token.resource.clone(), token.clone());
+    }
+    fn remove(&self, resource: &str) {
+        self.0.lock().unwrap().remove(resource);
+    }
+}
+
+/// Runs `discover` against the protected endpoint; the outcome and the
+/// tokens stored.
+async fn sign_in(app: &App, back: Back) -> (Result<(), Error>, Arc<Tokens>) {
+    let tokens = Arc::new(Tokens::default());
+    let outcome = sign_in_with(app, back, tokens.clone()).await;
+    (outcome, tokens)
+}
+
+async fn sign_in_with(app: &App, back: Back, tokens: Arc<Tokens>) -> Result<(), Error> {
+    let browser = Browser {
+        back,
+        issuer: app.base.clone(),
+    };
+    let mut oauth = OAuthOptions::new("tern-tests", Arc::new(browser));
+    oauth.registration.client_id = Some("pre-registered".into());
+    oauth.store = Some(tokens.clone());
+    let options = HttpClientOptions {
+        oauth: Some(oauth),
+        ..HttpClientOptions::default()
+    };
+    let transport = HttpTransport::with_options(&format!("{}/mcp", app.base), options).unwrap();
+    let client = Client::builder(transport).era(EraPolicy::Modern).build();
+    client.discover().await.map(|_| ())
+}
+
+async fn refused(fault: Fault, back: Back) -> (String, App) {
+    let app = start(fault).await;
+    let (outcome, tokens) = sign_in(&app, back).await;
+    let err = outcome.expect_err("the sign-in must fail");
+    assert!(err.is_unauthorized(), "{fault:?}/{back:?}: {err}");
+    assert!(
+        tokens.0.lock().unwrap().is_empty(),
+        "{fault:?}/{back:?}: no token may be stored"
+    );
+    (err.to_string(), app)
+}
+
+#[tokio::test]
+async fn the_control_case_signs_in_and_stores_the_token() {
+    let app = start(Fault::None).await;
+    let (outcome, tokens) = sign_in(&app, Back::Right).await;
+    outcome.expect("signs in");
+    let stored = tokens.load(&format!("{}/mcp", app.base)).expect("stored");
+    assert_eq!(stored.access_token, "good-token");
+    assert_eq!(stored.issuer, app.base);
+    assert_eq!(stored.scopes, vec!["mcp".to_owned()]);
+}
+
+#[tokio::test]
+async fn a_metadata_document_naming_another_issuer_is_discarded() {
+    let (msg, app) = refused(Fault::IssuerDiffers, Back::Right).await;
+    assert!(
+        msg.contains("names the issuer \"https://elsewhere.example.test\""),
+        "{msg}"
+    );
+    assert_eq!(*app.token_requests.lock().unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_redirect_with_a_forged_state_is_refused_before_the_code_is_used() {
+    let (msg, app) = refused(Fault::None, Back::WrongState).await;
+    assert!(msg.contains("state is not the one sent"), "{msg}");
+    assert_eq!(*app.token_requests.lock().unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_redirect_from_another_issuer_is_refused_before_the_code_is_used() {
+    let (msg, app) = refused(Fault::None, Back::WrongIss).await;
+    assert!(msg.contains("is not the issuer"), "{msg}");
+    assert_eq!(*app.token_requests.lock().unwrap(), 0);
+}
+
+#[tokio::test]
+async fn an_error_redirect_with_a_wrong_iss_is_never_shown() {
+    let (msg, _) = refused(Fault::None, Back::ErrorWithWrongIss).await;
+    assert!(msg.contains("is not the issuer"), "{msg}");
+    assert!(
+        !msg.contains("access_denied") && !msg.contains("555"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn an_authorization_server_on_plain_http_elsewhere_is_never_contacted() {
+    let (msg, _) = refused(Fault::PlainHttpIssuer, Back::Right).await;
+    assert!(
+        msg.contains("the authorization server http://auth.example.test is not on https"),
+        "{msg}"
+    );
+    let (msg, _) = refused(Fault::PlainHttpEndpoints, Back::Right).await;
+    assert!(
+        msg.contains("http://auth.example.test/authorize is not on https"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_endpoint_answering_garbage_stores_nothing() {
+    let (msg, app) = refused(Fault::GarbageToken, Back::Right).await;
+    assert!(
+        msg.contains("the token endpoint answered garbage (HTTP 200 OK)"),
+        "{msg}"
+    );
+    assert_eq!(*app.token_requests.lock().unwrap(), 1);
+    let (msg, _) = refused(Fault::TokenWithoutAccessToken, Back::Right).await;
+    assert!(msg.contains("the token answer is malformed"), "{msg}");
+}
+
+#[tokio::test]
+async fn no_s256_means_no_authorization_request() {
+    let (msg, _) = refused(Fault::NoPkce, Back::Right).await;
+    assert!(msg.contains("does not offer PKCE S256"), "{msg}");
+}
+
+#[tokio::test]
+async fn after_a_move_to_another_authorization_server_the_old_one_gets_no_refresh() {
+    // A token from the server the resource used before, with a refresh
+    // token; the resource now names `app` alone (AUTH-C11).
+    let old = start(Fault::None).await;
+    let app = start(Fault::None).await;
+    let resource = format!("{}/mcp", app.base);
+    let tokens = Arc::new(Tokens::default());
+    tokens.save(&StoredToken {
+        resource: resource.clone(),
+        issuer: old.base.clone(),
+        access_token: "stale".into(),
+        refresh_token: Some("old-refresh".into()),
+        expires_at: None,
+        scopes: vec!["mcp".into()],
+        client_id: "pre-registered".into(),
+        client_secret: None,
+    });
+    sign_in_with(&app, Back::Right, tokens.clone())
+        .await
+        .expect("signs in at the new server");
+    assert_eq!(*old.token_requests.lock().unwrap(), 0);
+    assert_eq!(*app.token_requests.lock().unwrap(), 1);
+    let stored = tokens.load(&resource).unwrap();
+    assert_eq!(stored.issuer, app.base);
+    assert_eq!(stored.access_token, "good-token");
+}
