@@ -703,7 +703,15 @@ async fn pump(
 }
 
 /// Whether `body` is an `initialize` of the legacy shape (COMPAT-S1).
+/// The method name can only be spelt literally or with a `\u` escape, so a
+/// body with neither is not one and is not parsed twice (the modern hot
+/// path).
 fn is_legacy_initialize(body: &[u8], server: &Server) -> bool {
+    let maybe = memchr::memmem::find(body, b"initialize").is_some()
+        || memchr::memmem::find(body, b"\\u").is_some();
+    if !maybe {
+        return false;
+    }
     match decode_message(body, &server.config().limits) {
         Ok(Message::Request(req)) => era_of(&req, false) == Era::Legacy,
         _ => false,

@@ -867,3 +867,22 @@ async fn modern_flows_cross_instances_and_a_legacy_session_stays_on_its_own() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn an_initialize_spelt_with_escapes_still_opens_a_session() {
+    // The transport looks for the method's bytes before parsing a body a
+    // second time; a `\u` escape must not slip past it (COMPAT-S1).
+    let addr = start_sessions(2).await;
+    let escaped = initialize().replace("\"initialize\"", "\"\\u0069nitiali\\u007ae\"");
+    assert!(!escaped.contains("initialize"), "{escaped}");
+    let r = legacy_post(addr, "alice", None)
+        .body(escaped)
+        .send()
+        .await
+        .unwrap();
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32, "{id}");
+    let (status, init) = json_of(r).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+}
