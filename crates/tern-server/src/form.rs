@@ -107,7 +107,7 @@ fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
 /// returns it with unknown properties removed (SECURITY.md §3.8). A
 /// violation is -32602 naming the key, the JSON pointer and the rule
 /// (MRTR-E-A2).
-pub(crate) fn validate_content(
+pub fn validate_content(
     key: &str,
     schema: &Value,
     content: &Value,

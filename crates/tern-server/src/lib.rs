@@ -66,6 +66,12 @@ pub use server::{Authorize, Reply, Server};
 pub use single_use::SingleUse;
 pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]
+pub mod __bench {
+    //! Stages of the request path that are not public API, reachable for
+    //! the criterion benches only.
+    pub use crate::form::validate_content;
+}
+#[doc(hidden)]
 pub mod __private {
     //! Paths the derive macros expand to.
     pub use serde_json;
