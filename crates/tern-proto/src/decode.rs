@@ -248,6 +248,27 @@ pub fn classify(value: Value) -> Result<Message, DecodeError> {
     }
     let (has_method, has_id) = (obj.contains_key("method"), obj.contains_key("id"));
     let (has_result, has_error) = (obj.contains_key("result"), obj.contains_key("error"));
+    // The usual request (string method, object or no params) moves its
+    // parts into a `Request` without a second walk of the tree; anything
+    // else takes serde's path below, for its precise message.
+    let usual = matches!(obj.get("method"), Some(Value::String(_)))
+        && matches!(obj.get("params"), None | Some(Value::Object(_)));
+    if let (true, Some(rid)) = (usual, &id) {
+        let mut obj = obj;
+        let params = match obj.remove("params") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        if let Some(Value::String(method)) = obj.remove("method") {
+            return Ok(Message::Request(Request {
+                jsonrpc: tern_types::JsonRpcVersion,
+                id: rid.clone(),
+                method,
+                params,
+            }));
+        }
+        return Err(invalid(id, "method must be a string"));
+    }
     let value = Value::Object(obj);
     let shape_err = |id: Option<RequestId>, e: serde_json::Error| invalid(id, &e.to_string());
     if has_method {

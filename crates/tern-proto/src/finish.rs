@@ -126,7 +126,12 @@ fn to_bytes<T: Serialize>(value: &T) -> Bytes {
     // serde_json's compact writer never emits a newline, so every message
     // fits on one line (STDIO-2, HTTP-S7). Serialising plain data into a Vec
     // cannot fail.
-    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+    // Most results fit in 1 KiB: one allocation instead of a growing one.
+    let mut out = Vec::with_capacity(1024);
+    if serde_json::to_writer(&mut out, value).is_err() {
+        out.clear();
+    }
+    Bytes::from(out)
 }
 
 #[cfg(test)]

@@ -111,22 +111,37 @@ fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), Can
         }
         Value::Object(map) => {
             check_depth(depth + 1)?;
-            // `str` orders by UTF-8 bytes, which is code point order. Sort
-            // explicitly: `Map`'s own order depends on whether some crate in
-            // the build enables `preserve_order`.
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            // `str` orders by UTF-8 bytes, which is code point order. `Map`'s
+            // own order depends on whether some crate in the build enables
+            // `preserve_order`, so it is checked, and sorted only when it
+            // is not already in that order (the allocation-free common case).
+            let in_order = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
             out.push(b'{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(out, key);
-                out.push(b':');
-                write_value(out, item, depth + 1)?;
+            if in_order {
+                write_entries(out, map.iter(), depth)?;
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                write_entries(out, entries.into_iter(), depth)?;
             }
             out.push(b'}');
         }
+    }
+    Ok(())
+}
+
+fn write_entries<'a>(
+    out: &mut Vec<u8>,
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    depth: usize,
+) -> Result<(), CanonError> {
+    for (i, (key, item)) in entries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(out, key);
+        out.push(b':');
+        write_value(out, item, depth + 1)?;
     }
     Ok(())
 }
