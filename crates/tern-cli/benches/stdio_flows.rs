@@ -119,6 +119,10 @@ fn stdio(c: &mut Criterion) {
         b.iter_custom(|iters| {
             // Per flow: batches of eight in flight.
             let batches = iters.div_ceil(8).max(1);
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "a benchmark times the wall clock by design"
+            )]
             let start = Instant::now();
             for _ in 0..batches {
                 peer.flows(8);

@@ -279,6 +279,11 @@ pub(crate) async fn serve_http(
     let app = tern::http::router(prepared.server, options, auth)
         .merge(workload::login_routes(prepared.logins));
     eprintln!("tern: serving {public_url}");
+    // Responses go out as soon as they are written (no Nagle delay behind
+    // an unacknowledged segment).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -384,6 +384,10 @@ pub async fn serve(
     server: Server,
     options: HttpOptions,
 ) -> std::io::Result<()> {
+    // Responses go out as soon as they are written (no Nagle delay).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(server, options, Arc::new(Anonymous))).await
 }
 
