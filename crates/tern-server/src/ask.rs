@@ -9,8 +9,10 @@
 //! request travels in the state), so a client cannot answer a question that
 //! was never asked (SECURITY.md §3.8).
 
+use std::any::TypeId;
+use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -298,6 +300,8 @@ pub struct Need<T> {
     kind: InputKind,
     request: Value,
     mode: Mode,
+    /// The form schema was checked already (a typed form's, once per type).
+    checked: bool,
     parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
     _t: PhantomData<fn() -> T>,
 }
@@ -584,12 +588,46 @@ fn check_root_uri(uri: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A typed form's schema and whether it passed [`check_form_schema`].
+struct TypedSchema {
+    schema: Value,
+    valid: bool,
+}
+
+/// Builds and checks `T`'s schema once per type: it is the same on every
+/// request ([`ElicitForm::requested_schema`]), and building and walking it
+/// was a measurable part of every round.
+fn typed_schema<T: ElicitForm>() -> Arc<TypedSchema> {
+    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<TypedSchema>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(RwLock::default);
+    let id = TypeId::of::<T>();
+    if let Some(t) = cache
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+    {
+        return t.clone();
+    }
+    let schema = T::requested_schema();
+    let valid = check_form_schema(&schema).is_ok();
+    let typed = Arc::new(TypedSchema { schema, valid });
+    cache
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(id)
+        .or_insert(typed)
+        .clone()
+}
+
 impl Need<()> {
     /// A typed form: form-mode elicitation with the schema derived from `T`.
     pub fn form<T: ElicitForm>(key: &str, message: &str) -> Need<Elicited<T>> {
+        let typed = typed_schema::<T>();
         let request = json!({"method": "elicitation/create", "params": {
-            "mode": "form", "message": message, "requestedSchema": T::requested_schema()}});
-        Need::build(key, InputKind::Form, request, parse_form::<T>)
+            "mode": "form", "message": message, "requestedSchema": typed.schema.clone()}});
+        let mut need = Need::build(key, InputKind::Form, request, parse_form::<T>);
+        need.checked = typed.valid;
+        need
     }
 
     /// A form whose schema is built at run time; the answer is the accepted
@@ -657,6 +695,7 @@ impl<T> Need<T> {
             kind,
             request,
             mode: Mode::Required,
+            checked: false,
             parse,
             _t: PhantomData,
         }
@@ -676,7 +715,7 @@ impl<T> Need<T> {
     }
 
     fn check(&self) -> Result<(), McpError> {
-        if self.kind == InputKind::Form {
+        if self.kind == InputKind::Form && !self.checked {
             check_form_schema(&self.request["params"]["requestedSchema"])
                 .map_err(|e| McpError::Internal(format!("input {}: {e}", self.key)))?;
         }

@@ -16,7 +16,8 @@ use tern_proto::McpError;
 /// run time.
 pub trait ElicitForm: DeserializeOwned + Send + 'static {
     /// The restricted schema: `{"type":"object","properties":{…},
-    /// "required":[…]}` with primitive properties only (DIGEST §5.1).
+    /// "required":[…]}` with primitive properties only (DIGEST §5.1). It
+    /// must be the same on every call: the framework builds it once per type.
     fn requested_schema() -> Value;
 }
 
