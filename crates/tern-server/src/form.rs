@@ -2,6 +2,7 @@
 //! answers against the schema that was asked (ELIC-S7, SECURITY.md §3.8).
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::DeserializeOwned;
@@ -78,14 +79,45 @@ pub fn check_form_schema(schema: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// A structural hash of a JSON value, allocation-free: the validator cache
+/// is looked up on every accepted form, and printing the schema to a string
+/// for a key was a tenth of a round.
+fn hash_value(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, b).hash(h),
+        Value::Number(n) => (2u8, n).hash(h),
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(h);
+            for i in items {
+                hash_value(i, h);
+            }
+        }
+        Value::Object(map) => {
+            (5u8, map.len()).hash(h);
+            for (k, i) in map {
+                k.hash(h);
+                hash_value(i, h);
+            }
+        }
+    }
+}
+
+type ValidatorCache = HashMap<u64, Vec<(Value, Arc<jsonschema::Validator>)>>;
+
 fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
-    let key = schema.to_string();
+    static CACHE: OnceLock<Mutex<ValidatorCache>> = OnceLock::new();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hash_value(schema, &mut hasher);
+    let key = hasher.finish();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(v) = cache
+    // Equal hashes are confirmed by comparing the schemas themselves.
+    if let Some((_, v)) = cache
         .lock()
         .map_err(|_| McpError::Internal("validator cache poisoned".into()))?
         .get(&key)
+        .and_then(|entries| entries.iter().find(|(s, _)| s == schema))
     {
         return Ok(v.clone());
     }
@@ -98,7 +130,10 @@ fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
         // Forms come from code, so the set of schemas is small; a bound
         // keeps run-time schemas from growing it without end.
         if c.len() < 1024 {
-            c.insert(key, v.clone());
+            let entries = c.entry(key).or_default();
+            if !entries.iter().any(|(s, _)| s == schema) {
+                entries.push((schema.clone(), v.clone()));
+            }
         }
     }
     Ok(v)
