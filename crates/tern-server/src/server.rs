@@ -150,7 +150,9 @@ impl Server {
         let decoded =
             std::panic::catch_unwind(AssertUnwindSafe(|| decode_message(&inbound.body, limits)));
         match decoded {
-            Ok(Ok(Message::Request(r))) => self.handle_request(r, inbound, sink).await,
+            // Boxed: the request's future is several KiB, and every move of
+            // an unboxed one (into a task, through wrappers) copies all of it.
+            Ok(Ok(Message::Request(r))) => Box::pin(self.handle_request(r, inbound, sink)).await,
             // BASE-6: notifications get no answer; on HTTP a 202.
             Ok(Ok(Message::Notification(_))) => Reply::Accepted,
             // Without a session nothing was asked of the client.
@@ -172,7 +174,7 @@ impl Server {
     ) -> Reply {
         let id = req.id.clone();
         let headers = inbound.headers.as_ref();
-        let run = self.serve(req, headers, inbound.principal, sink);
+        let run = Box::pin(self.serve(req, headers, inbound.principal, sink));
         self.answer(id, run, |_| {}).await
     }
 
