@@ -1,6 +1,7 @@
 //! Serving a Tern server over Streamable HTTP (DIGEST §7.3).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
 use tern_proto::decode::{Message, decode_message};
 use tern_proto::era::era_of;
 use tern_proto::finish::encode_error;
@@ -612,18 +614,30 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
     let (tx, mut rx) = mpsc::channel::<Bytes>(32);
     let sink = if sse { Sink::new(tx) } else { Sink::none() };
     let server = app.server.clone();
-    let mut task = AbortOnDrop(Some(tokio::spawn(async move {
-        match session {
-            Some(s) => server.handle_in(&s, inbound, sink).await,
-            None => server.handle(inbound, sink).await,
-        }
-    })));
-    if let (Some((streams, id)), Some(h)) = (&legacy_call, &task.0) {
-        streams.running(id.clone(), h.abort_handle());
+    // The request runs inside this response's future until it sends its
+    // first notification: most requests never do, and a task of their own
+    // would cost a spawn, a scheduler round and a copy of the future. A
+    // legacy call is spawned at once: a cancellation aborts it by handle.
+    let mut request: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(
+        std::panic::AssertUnwindSafe(async move {
+            match session {
+                Some(s) => server.handle_in(&s, inbound, sink).await,
+                None => server.handle(inbound, sink).await,
+            }
+        })
+        .catch_unwind()
+        .map(|r| r.unwrap_or(Reply::Closed)),
+    );
+    let mut task = AbortOnDrop(None);
+    if let Some((streams, id)) = &legacy_call {
+        let handle = tokio::spawn(request);
+        streams.running(id.clone(), handle.abort_handle());
+        task.0 = Some(handle);
+        request = Box::pin(std::future::pending());
     }
     let first = tokio::select! {
         biased;
-        done = task.join() => {
+        done = async { if task.0.is_some() { task.join().await } else { Some((&mut request).await) } } => {
             if let Some((streams, id)) = &legacy_call {
                 streams.finished(id);
             }
@@ -651,7 +665,9 @@ async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
             sse_response(Body::from_stream(streams.read(stream, None, keep_alive)))
         }
         (_, handle) => {
-            let task = AbortOnDrop(handle);
+            // Streaming from here on: the request moves to a task of its
+            // own, where it goes on from where it stopped.
+            let task = AbortOnDrop(Some(handle.unwrap_or_else(|| tokio::spawn(request))));
             sse_response(Body::from_stream(SseBody::streaming(
                 first, rx, task, keep_alive,
             )))
@@ -860,8 +876,6 @@ impl futures_core::Stream for SseBody {
         }
     }
 }
-
-use std::future::Future as _;
 
 #[cfg(test)]
 mod tests {

@@ -124,8 +124,10 @@ pub(crate) struct AskContext {
     pub(crate) done: Vec<Done>,
     /// `inputResponses`, read only when `verified`.
     pub(crate) responses: Map<String, Value>,
-    /// Answers accepted during this run, carried into the next state.
-    pub(crate) accepted: Mutex<Vec<Done>>,
+    /// The keys (and request digests) of `responses` accepted during this
+    /// run, carried into the next state. Their text is written only if a
+    /// next state is sealed: most runs complete.
+    pub(crate) accepted: Mutex<Vec<(String, [u8; 16])>>,
 }
 
 impl AskContext {
@@ -146,14 +148,11 @@ impl AskContext {
         self.expect.iter().any(|e| e.key == key)
     }
 
-    fn accept(&self, key: &str, rdig: [u8; 16], answer: &Value) {
+    /// Records that `responses[key]` was accepted.
+    fn accept(&self, key: &str, rdig: [u8; 16]) {
         if let Ok(mut a) = self.accepted.lock() {
-            a.retain(|d| d.key != key);
-            a.push(Done {
-                key: key.to_owned(),
-                rdig,
-                answer: answer.to_string().into_bytes(),
-            });
+            a.retain(|(k, _)| k != key);
+            a.push((key.to_owned(), rdig));
         }
     }
 
@@ -169,7 +168,22 @@ impl AskContext {
     /// The answers to carry into the next state: earlier ones, replaced by
     /// any accepted again in this run.
     pub(crate) fn carried(&self) -> Vec<Done> {
-        let accepted = self.accepted.lock().map(|a| a.clone()).unwrap_or_default();
+        let accepted: Vec<Done> = self
+            .accepted
+            .lock()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|(key, rdig)| {
+                        let answer = self.responses.get(key)?;
+                        Some(Done {
+                            key: key.clone(),
+                            rdig: *rdig,
+                            answer: serde_json::to_vec(answer).ok()?,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut out: Vec<Done> = self
             .done
             .iter()
@@ -741,7 +755,7 @@ impl<T> Need<T> {
             && let Some(answer) = cx.responses.get(&self.key)
         {
             let parsed = (self.parse)(&self.key, &self.request, answer)?;
-            cx.accept(&self.key, rdig, answer);
+            cx.accept(&self.key, rdig);
             return Ok(Some(parsed));
         }
         if let Some(answer) = cx.find_done(&self.key, &rdig) {
