@@ -39,13 +39,13 @@ mkdir -p "$OUT"
 echo "== side by side: floor-server and tern serve"
 # `env` execs tern, so the PID the baseline measures is the server's own.
 SERVERS="floor tern" CUSTOM_NAME=tern CUSTOM_PORT=$PORT \
-  CUSTOM_CMD="env XDG_DATA_HOME=$DATA $TERN serve --http 127.0.0.1:$PORT --threads 1" \
+  CUSTOM_CMD="env TERN_LOG=warn XDG_DATA_HOME=$DATA $TERN serve --http 127.0.0.1:$PORT --threads 1" \
   CARGO_TARGET_DIR="$CARGO_TARGET_DIR_LOAD" OUT="$OUT/deploy" WRK=0 \
   bash "$LOAD/bench/baseline.sh" > "$OUT/baseline.log" 2>&1 \
   || { tail -20 "$OUT/baseline.log" >&2; exit 1; }
 
 echo "== peak RSS of tern serve under 64 concurrent flows"
-taskset -c 0 env XDG_DATA_HOME="$DATA" "$TERN" serve --http 127.0.0.1:$PORT --threads 1 \
+taskset -c 0 env TERN_LOG=warn XDG_DATA_HOME="$DATA" "$TERN" serve --http 127.0.0.1:$PORT --threads 1 \
   > "$OUT/rss-serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done

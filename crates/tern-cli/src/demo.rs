@@ -59,6 +59,8 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         http: Some("127.0.0.1:0".to_owned()),
         stdio: false,
         keys: Some(dir.0.join("keys.json")),
+        create_keys: true,
+        ephemeral_keys: false,
         replay: Some(format!("sqlite:{}", dir.0.join("replay.db").display())),
         state_ttl: None,
         max_rounds: None,
@@ -70,6 +72,8 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         public_url: None,
         scopes: Vec::new(),
         tool_scopes: Vec::new(),
+        metrics: None,
+        log_format: crate::LogFormat::Text,
     };
     let prepared = serve::prepare(&serve_args).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

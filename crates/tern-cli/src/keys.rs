@@ -8,11 +8,24 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use tern::seal::{DEFAULT_GRACE_SECS, KeyFile};
+use tern::seal::{DEFAULT_GRACE_SECS, KeyFile, KeyRole};
 
 use crate::{KeysAction, KeysArgs};
 
+/// Reads a key file, refusing one that others may read: it holds every
+/// secret of the ring.
 pub(crate) fn read(path: &Path) -> Result<KeyFile, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "key file {} can be read by group or others (mode {mode:o}); run: chmod 600 {}",
+            path.display(),
+            path.display()
+        ));
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
     KeyFile::from_json(&text).map_err(|e| format!("bad key file {}: {e}", path.display()))
@@ -58,6 +71,13 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
+/// A unix time for people: `2026-12-09 14:02 UTC`.
+pub(crate) fn utc(secs: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    // RFC 7231's "Wed, 09 Dec 2026 14:02:09 GMT"; GMT is UTC here.
+    httpdate::fmt_http_date(t).replace("GMT", "UTC")
+}
+
 pub(crate) fn run(args: KeysArgs) -> Result<ExitCode, String> {
     match args.action {
         KeysAction::New { file, resource_id } => {
@@ -89,8 +109,20 @@ pub(crate) fn run(args: KeysArgs) -> Result<ExitCode, String> {
             write(&file, &kf, false)?;
             println!("kid {kid} is active");
         }
-        KeysAction::Retire { file, kid } => {
+        KeysAction::Retire { file, kid, force } => {
             let mut kf = read(&file)?;
+            let until = kf
+                .keys
+                .iter()
+                .find(|k| k.kid == kid && k.role == KeyRole::VerifyOnly)
+                .and_then(|k| k.verify_until)
+                .filter(|t| *t > now());
+            if let (Some(t), false) = (until, force) {
+                return Err(format!(
+                    "kid {kid} still opens states until {} (its grace period); flows sealed with it would fail. Pass --force to retire it now",
+                    utc(t)
+                ));
+            }
             kf.retire(kid).map_err(|e| e.to_string())?;
             write(&file, &kf, false)?;
             println!("kid {kid} is retired");
@@ -98,12 +130,20 @@ pub(crate) fn run(args: KeysArgs) -> Result<ExitCode, String> {
         KeysAction::List { file } => {
             let kf = read(&file)?;
             println!("resource id: {}", kf.resource_id);
+            let now = now();
             for k in &kf.keys {
-                let until = k
-                    .verify_until
-                    .map(|t| format!(" (verifies until {t})"))
-                    .unwrap_or_default();
-                println!("kid {:>4}  {:?}{until}", k.kid, k.role);
+                let role = match (k.role, k.verify_until) {
+                    (KeyRole::Active, _) => "active: seals and opens".to_owned(),
+                    (KeyRole::VerifyOnly, Some(t)) if t <= now => {
+                        format!("verify-only, grace ended {}: retire it", utc(t))
+                    }
+                    (KeyRole::VerifyOnly, Some(t)) => format!("verify-only until {}", utc(t)),
+                    (KeyRole::VerifyOnly, None) => {
+                        "verify-only (published, not yet active)".to_owned()
+                    }
+                    (KeyRole::Retired, _) => "retired".to_owned(),
+                };
+                println!("kid {:>10}  {role}", k.kid);
             }
         }
     }

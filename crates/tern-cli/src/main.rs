@@ -100,10 +100,19 @@ pub(crate) struct ServeArgs {
     /// Serve newline-delimited JSON on stdin/stdout.
     #[arg(long)]
     pub(crate) stdio: bool,
-    /// The key ring file (created 0600 on first run). Default: tern/keys.json
-    /// in the platform data directory (HTTP only).
+    /// The key ring file. Default: tern/keys.json in the platform data
+    /// directory, created (mode 0600) on first run. A file named here must
+    /// exist unless --create-keys is given. SIGHUP reloads it.
     #[arg(long, value_name = "FILE")]
     pub(crate) keys: Option<PathBuf>,
+    /// Create the --keys file if it does not exist.
+    #[arg(long, requires = "keys")]
+    pub(crate) create_keys: bool,
+    /// Seal with a random key that lives as long as the process (no key
+    /// file): a restart ends every flow in progress. Allows --replay memory
+    /// over HTTP.
+    #[arg(long, conflicts_with = "keys")]
+    pub(crate) ephemeral_keys: bool,
     /// The replay store: memory, sqlite:PATH or redis://HOST:PORT.
     #[arg(long, value_name = "STORE")]
     pub(crate) replay: Option<String>,
@@ -115,7 +124,7 @@ pub(crate) struct ServeArgs {
     pub(crate) max_rounds: Option<u8>,
     /// Worker threads of the runtime (default: the core count).
     #[arg(long, value_name = "N")]
-    pub(crate) threads: Option<usize>,
+    pub(crate) threads: Option<std::num::NonZeroUsize>,
     /// The resource id bound into every state (default: the key file's).
     #[arg(long, value_name = "ID")]
     pub(crate) resource_id: Option<String>,
@@ -142,6 +151,23 @@ pub(crate) struct ServeArgs {
     /// A scope a tool needs besides those, TOOL=SCOPE (repeatable).
     #[arg(long = "tool-scope", value_name = "TOOL=SCOPE")]
     pub(crate) tool_scopes: Vec<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<String>,
+    /// The log format on stderr (the level comes from RUST_LOG or TERN_LOG;
+    /// default info: one line per request, every refused state with its
+    /// reason).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One line per event, for people.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
 }
 
 /// Where a client connects: a URL, or a command to spawn over stdio.
@@ -287,6 +313,10 @@ pub(crate) enum KeysAction {
         file: PathBuf,
         /// The key id.
         kid: u32,
+        /// Retire it even inside its grace period (flows sealed with it
+        /// fail).
+        #[arg(long)]
+        force: bool,
     },
     /// Print the key ids and roles (never the secrets).
     List {

@@ -13,11 +13,11 @@ use tern::http::{
     Anonymous, Authenticate, HttpOptions, JwtAuthenticator, JwtKeys, ProtectedResource, TokenFile,
 };
 use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
-use tern::seal::{KeyFile, KeyRing, MemoryReplayStore, ReplayStore};
+use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore};
 use tern::server::{Config, Server};
 
-use crate::ServeArgs;
 use crate::workload::{self, Logins};
+use crate::{LogFormat, ServeArgs};
 
 /// The platform data directory: `$XDG_DATA_HOME/tern`, else
 /// `~/.local/share/tern`.
@@ -30,7 +30,7 @@ pub(crate) fn data_dir() -> Result<PathBuf, String> {
     Ok(PathBuf::from(home).join(".local/share/tern"))
 }
 
-/// Loads the key file, creating it (mode 0600) on first run.
+/// Loads the key file, creating it (mode 0600) if it does not exist.
 pub(crate) fn load_or_create_keys(path: &std::path::Path) -> Result<KeyFile, String> {
     if path.exists() {
         return crate::keys::read(path);
@@ -48,80 +48,165 @@ pub(crate) fn load_or_create_keys(path: &std::path::Path) -> Result<KeyFile, Str
     Ok(kf)
 }
 
-async fn replay_store(spec: &str) -> Result<Arc<dyn ReplayStore>, String> {
-    if spec == "memory" {
-        return Ok(Arc::new(MemoryReplayStore::new()));
+/// Where the replay store lives, checked before anything touches the disk.
+enum ReplaySpec {
+    Memory,
+    Sqlite(PathBuf),
+    Redis(String),
+}
+
+impl ReplaySpec {
+    fn parse(spec: &str) -> Result<Self, String> {
+        if spec == "memory" {
+            Ok(Self::Memory)
+        } else if let Some(path) = spec.strip_prefix("sqlite:").filter(|p| !p.is_empty()) {
+            Ok(Self::Sqlite(PathBuf::from(path)))
+        } else if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+            Ok(Self::Redis(spec.to_owned()))
+        } else {
+            Err(format!(
+                "--replay {spec:?}: expected memory, sqlite:PATH or redis://HOST:PORT"
+            ))
+        }
     }
-    if let Some(path) = spec.strip_prefix("sqlite:") {
-        let store = SqliteReplayStore::open(path, SqliteOptions::default())
-            .map_err(|e| format!("cannot open replay store {path}: {e}"))?;
-        return Ok(Arc::new(store));
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Memory => "memory".to_owned(),
+            Self::Sqlite(p) => format!("sqlite:{}", p.display()),
+            Self::Redis(url) => redact(url),
+        }
     }
-    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
-        let store = RedisReplayStore::connect(spec, RedisOptions::default())
-            .await
-            .map_err(|e| format!("cannot use Redis at {spec}: {e}"))?;
-        return Ok(Arc::new(store));
+
+    async fn open(&self) -> Result<Arc<dyn ReplayStore>, String> {
+        Ok(match self {
+            Self::Memory => Arc::new(MemoryReplayStore::new()),
+            Self::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                Arc::new(
+                    SqliteReplayStore::open(path, SqliteOptions::default()).map_err(|e| {
+                        format!("cannot open the replay store {}: {e}", path.display())
+                    })?,
+                )
+            }
+            Self::Redis(url) => Arc::new(
+                RedisReplayStore::connect(url, RedisOptions::default())
+                    .await
+                    .map_err(|e| format!("cannot use Redis at {}: {e}", redact(url)))?,
+            ),
+        })
     }
-    Err(format!(
-        "unknown replay store {spec:?}: use memory, sqlite:PATH or redis://HOST:PORT"
-    ))
+}
+
+/// A store URL without its password, for logs.
+fn redact(url: &str) -> String {
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, _)), Some(at)) => format!("{scheme}://***{}", &url[at..]),
+        _ => url.to_owned(),
+    }
+}
+
+/// Resolves `HOST:PORT` (a name or an address) to the address to bind.
+pub(crate) async fn resolve(addr: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = addr.parse() {
+        return Ok(a);
+    }
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return Err(format!("{addr:?} is not HOST:PORT (e.g. 127.0.0.1:8080)"));
+    };
+    if port.parse::<u16>().is_err() {
+        return Err(format!(
+            "{addr:?}: the port {port:?} is not a number from 0 to 65535"
+        ));
+    }
+    let mut found = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| format!("cannot resolve {host:?}: {e}"))?;
+    found
+        .next()
+        .ok_or_else(|| format!("{host:?} resolves to no address"))
 }
 
 /// Everything `serve` resolves before it binds.
 pub(crate) struct Prepared {
     pub(crate) server: Server,
     pub(crate) logins: Arc<Logins>,
+    /// The key file a SIGHUP reloads (none with an ephemeral key).
+    pub(crate) key_path: Option<PathBuf>,
+    /// The replay store, for the startup line.
+    pub(crate) replay: String,
 }
 
-/// Builds the reference server from the flags.
+/// Builds the reference server from the flags. Every flag is checked
+/// before the key file or the replay store is touched.
 pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
-    let (keys, file_rid): (Option<KeyRing>, Option<String>) = match (&args.keys, args.stdio) {
-        (Some(path), _) => {
-            let kf = load_or_create_keys(path)?;
-            (
-                Some(
-                    kf.key_ring()
-                        .map_err(|e| format!("bad key file {}: {e}", path.display()))?,
-                ),
-                Some(kf.resource_id),
-            )
-        }
-        // stdio: a random per-process key; a restart invalidates every state.
-        (None, true) => (None, None),
-        (None, false) => {
-            let path = data_dir()?.join("keys.json");
-            let kf = load_or_create_keys(&path)?;
-            (
-                Some(
-                    kf.key_ring()
-                        .map_err(|e| format!("bad key file {}: {e}", path.display()))?,
-                ),
-                Some(kf.resource_id),
-            )
-        }
-    };
-    let replay = match (&args.replay, args.stdio) {
-        (Some(spec), _) => replay_store(spec).await?,
-        (None, true) => Arc::new(MemoryReplayStore::new()),
-        (None, false) => {
-            let dir = data_dir()?;
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-            replay_store(&format!("sqlite:{}", dir.join("replay.db").display())).await?
-        }
-    };
     let mut config = Config::default();
     if let Some(t) = args.state_ttl {
+        if !(1..=3600).contains(&t) {
+            return Err(format!("--state-ttl {t}: must be from 1 to 3600 seconds"));
+        }
         config.state_ttl = Duration::from_secs(t);
     }
     if let Some(r) = args.max_rounds {
+        if r == 0 {
+            return Err("--max-rounds must be at least 1".to_owned());
+        }
         config.max_rounds = r;
     }
+    if args.instances == 0 {
+        return Err("--instances must be at least 1".to_owned());
+    }
+    let ephemeral = args.ephemeral_keys || (args.stdio && args.keys.is_none());
+    let replay = match (&args.replay, args.stdio) {
+        (Some(spec), _) => ReplaySpec::parse(spec)?,
+        (None, true) => ReplaySpec::Memory,
+        (None, false) => ReplaySpec::Sqlite(data_dir()?.join("replay.db")),
+    };
+    if matches!(replay, ReplaySpec::Memory) && !ephemeral {
+        return Err(
+            "--replay memory forgets which single-use flows ran when the server restarts, while the key file keeps their states valid, so a flow could run twice. Use the default store (SQLite), sqlite:PATH or redis://HOST:PORT, or add --ephemeral-keys so that a restart also ends every flow"
+                .to_owned(),
+        );
+    }
+    if args.instances > 1 && !matches!(replay, ReplaySpec::Redis(_)) {
+        return Err(format!(
+            "--instances {}: instances must share one replay store (--replay redis://HOST:PORT), or a flow finished on one could run again on another",
+            args.instances
+        ));
+    }
+    let key_path = match (&args.keys, ephemeral) {
+        (Some(path), _) => Some((path.clone(), args.create_keys)),
+        (None, true) => None,
+        (None, false) => Some((data_dir()?.join("keys.json"), true)),
+    };
+    if let Some((path, false)) = &key_path
+        && !path.exists()
+    {
+        return Err(format!(
+            "no key file at {}: pass --create-keys to create it, or make one with `tern keys new {}`",
+            path.display(),
+            path.display()
+        ));
+    }
+    // The checks are done: from here on the disk and the network are used.
+    let store = replay.open().await?;
+    let (keys, file_rid) = match &key_path {
+        Some((path, _)) => {
+            let kf = load_or_create_keys(path)?;
+            let ring = kf
+                .key_ring()
+                .map_err(|e| format!("bad key file {}: {e}", path.display()))?;
+            (Some(ring), Some(kf.resource_id))
+        }
+        None => (None, None),
+    };
     let logins = Arc::new(Logins::default());
     let mut builder = Server::builder("tern", env!("CARGO_PKG_VERSION"))
         .config(config)
-        .replay_store(replay)
+        .replay_store(store)
         .instances(args.instances);
     if let Some(k) = keys {
         builder = builder.keys(k);
@@ -132,38 +217,149 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
     let server = workload::server(builder, logins.clone())
         .build()
         .map_err(|e| e.to_string())?;
-    Ok(Prepared { server, logins })
+    Ok(Prepared {
+        server,
+        logins,
+        key_path: key_path.map(|(p, _)| p),
+        replay: replay.describe(),
+    })
 }
 
 pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
-    init_logging();
+    init_logging(args.log_format);
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
     if let Some(n) = args.threads {
-        rt.worker_threads(n.max(1));
+        rt.worker_threads(n.get());
     }
     let rt = rt
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
+        // Addresses first: a typo must not leave a key file behind.
+        let http = match (&args.http, args.stdio) {
+            (_, true) => None,
+            (Some(a), false) => Some(resolve(a).await?),
+            (None, false) => Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
+        };
+        let metrics = match &args.metrics {
+            Some(a) => Some(bind(resolve(a).await.map_err(|e| format!("--metrics: {e}"))?).await?),
+            None => None,
+        };
+        let listener = match http {
+            Some(addr) => Some(bind(addr).await?),
+            None => None,
+        };
         let prepared = prepare(&args).await?;
-        if args.stdio {
-            serve_stdio(prepared).await
-        } else {
-            let addr = args.http.as_deref().unwrap_or("127.0.0.1:8080");
-            serve_http(prepared, addr, &args).await
+        if let Some(path) = &prepared.key_path {
+            reload_on_hangup(prepared.server.clone(), path.clone());
+        }
+        if let Some(l) = metrics {
+            serve_metrics(prepared.server.clone(), l)?;
+        }
+        match listener {
+            None => serve_stdio(prepared, &args).await,
+            Some(l) => serve_http(prepared, l, &args).await,
         }
     })
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+fn init_logging(format: LogFormat) {
+    // TERN_LOG, else RUST_LOG, else info: a line per request and every
+    // refused state with its reason.
+    let filter = ["TERN_LOG", "RUST_LOG"]
+        .iter()
+        .find_map(|v| tracing_subscriber::EnvFilter::try_from_env(v).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
     // Logs go to stderr only: stdout carries the protocol under --stdio.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .try_init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    };
+}
+
+/// The startup line: where it listens and what it runs with.
+fn started(prepared: &Prepared, args: &ServeArgs, listen: &str) {
+    let cfg = prepared.server.config();
+    let keys = prepared
+        .key_path
+        .as_ref()
+        .map_or_else(|| "ephemeral".to_owned(), |p| p.display().to_string());
+    tracing::info!(
+        listen,
+        keys,
+        replay = prepared.replay,
+        resource_id = prepared.server.resource_id(),
+        state_ttl_secs = cfg.state_ttl.as_secs(),
+        max_rounds = cfg.max_rounds,
+        instances = args.instances,
+        metrics = args.metrics.as_deref().unwrap_or("off"),
+        "tern serve started"
+    );
+}
+
+/// SIGHUP reloads the key file, so a fleet rotates keys without restarts.
+/// A file that does not load, or names another resource id, is refused and
+/// the ring in use is kept.
+fn reload_on_hangup(server: Server, path: PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP; the key file is not reloaded");
+        return;
+    };
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let loaded = crate::keys::read(&path).and_then(|kf| {
+                if kf.resource_id != server.resource_id() {
+                    return Err(format!(
+                        "its resource id {} is not the one in use ({})",
+                        kf.resource_id,
+                        server.resource_id()
+                    ));
+                }
+                kf.key_ring().map_err(|e| e.to_string())
+            });
+            match loaded {
+                Ok(ring) => {
+                    let active = ring.active_kid();
+                    let kids = ring.kids();
+                    server.replace_keys(ring);
+                    tracing::info!(path = %path.display(), active, ?kids, "key file reloaded");
+                }
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "key file not reloaded; the keys in use stay");
+                }
+            }
+        }
+    });
+}
+
+/// `--metrics ADDR`: Prometheus text at `/metrics`, on a listener of its
+/// own so that it can stay off the public interface.
+fn serve_metrics(server: Server, listener: tokio::net::TcpListener) -> Result<(), String> {
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let text = server.metrics().render_prometheus();
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )],
+                    text,
+                )
+            }
+        }),
+    );
+    tracing::info!(url = %format!("http://{local}/metrics"), "metrics");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(())
 }
 
 /// The authenticator and resource metadata `--auth` asks for.
@@ -254,17 +450,17 @@ async fn protection(
 }
 
 /// Binds `addr` and serves until Ctrl-C.
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))
+}
+
 pub(crate) async fn serve_http(
     prepared: Prepared,
-    addr: &str,
+    listener: tokio::net::TcpListener,
     args: &ServeArgs,
 ) -> Result<ExitCode, String> {
-    let addr: SocketAddr = addr
-        .parse()
-        .map_err(|_| format!("not an address: {addr} (expected HOST:PORT)"))?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     prepared.logins.set_base_url(format!("http://{local}"));
     let public_url = args
@@ -276,9 +472,12 @@ pub(crate) async fn serve_http(
         protected_resource,
         ..HttpOptions::default()
     };
+    started(&prepared, args, &public_url);
     let app = tern::http::router(prepared.server, options, auth)
         .merge(workload::login_routes(prepared.logins));
-    eprintln!("tern: serving {public_url}");
+    if args.log_format == LogFormat::Text {
+        eprintln!("tern: serving {public_url}");
+    }
     // Responses go out as soon as they are written (no Nagle delay behind
     // an unacknowledged segment).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -293,7 +492,8 @@ pub(crate) async fn serve_http(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn serve_stdio(prepared: Prepared) -> Result<ExitCode, String> {
+async fn serve_stdio(prepared: Prepared, args: &ServeArgs) -> Result<ExitCode, String> {
+    started(&prepared, args, "stdio");
     // The sign-in pages need a browser-reachable port of their own.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -13,5 +13,6 @@ mod api {
     mod interop_py;
     mod legacy_server;
     mod oauth_e2e;
+    mod operator;
     mod pty;
 }

@@ -262,6 +262,7 @@ impl App {
         let ttl = self.options.session_ttl;
         let mut all = self.sessions();
         all.retain(|_, s| s.last_used.elapsed() < ttl);
+        self.server.metrics().set_sessions(all.len());
         let s = all.get_mut(id)?;
         if s.owner != *principal {
             return None;
@@ -275,6 +276,7 @@ impl App {
         let ttl = self.options.session_ttl;
         let mut all = self.sessions();
         all.retain(|_, s| s.last_used.elapsed() < ttl);
+        self.server.metrics().set_sessions(all.len());
         if all.len() >= self.options.max_sessions {
             return None;
         }
@@ -309,6 +311,7 @@ impl App {
                 feed,
             },
         );
+        self.server.metrics().set_sessions(all.len());
         Some(id)
     }
 }
@@ -373,7 +376,10 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
 async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     match named_session(&app, &headers) {
         Ok((id, _)) => {
-            app.sessions().remove(&id);
+            let mut all = app.sessions();
+            all.remove(&id);
+            app.server.metrics().set_sessions(all.len());
+            drop(all);
             StatusCode::OK.into_response()
         }
         Err(r) => r,

@@ -246,7 +246,7 @@ impl ServerBuilder {
                 registry: RwLock::new(Arc::new(self.registry)),
                 changes,
                 config: self.config,
-                keys,
+                keys: RwLock::new(Arc::new(keys)),
                 resource_id,
                 clock: self.clock,
                 authorize: self.authorize,

@@ -266,8 +266,10 @@ impl Server {
         sink: Sink,
     ) -> Reply {
         let id = req.id.clone();
+        let span = crate::server::request_span(&req);
+        let method = crate::metrics::method_label(&req.method);
         let run = self.serve_legacy(session, req, principal, sink);
-        self.answer(id, run, legacy_shape).await
+        self.answer(id, method, span, run, legacy_shape).await
     }
 
     async fn serve_legacy(

@@ -58,7 +58,7 @@ pub use form::{ElicitForm, check_form_schema};
 pub use form_field::{FormEnum, FormField};
 pub use handler::{BoxFuture, Handler};
 pub use legacy::Session;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, RequestOutcome};
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};

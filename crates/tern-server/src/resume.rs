@@ -148,8 +148,7 @@ impl Server {
             max_ttl_secs: MAX_STATE_TTL.as_secs(),
         };
         let opened = self
-            .inner
-            .keys
+            .keys()
             .open_at::<StateBody>(&self.inner.resource_id, token, bind, now, &policy)
             .map_err(|e| self.refuse(e.reason()))?;
         let body = opened.into_claims().body;
@@ -186,7 +185,15 @@ impl Server {
     }
 
     async fn take(&self, key: ConsumeKey, ttl: Duration) -> Result<Use, McpError> {
-        match self.inner.replay.consume(key, ttl).await {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the store's latency, for metrics only"
+        )]
+        let started = std::time::Instant::now();
+        let consumed = self.inner.replay.consume(key, ttl).await;
+        self.metrics()
+            .replay_call(started.elapsed(), consumed.is_ok());
+        match consumed {
             Ok(Consumed::FirstUse) => Ok(Use::First),
             Ok(Consumed::AlreadyUsed) => Ok(Use::Again),
             Err(e) => {
@@ -335,11 +342,12 @@ impl Resume {
             binding: self.bind,
             body,
         };
-        server
-            .inner
-            .keys
+        let token = server
+            .keys()
             .seal_at(&server.inner.resource_id, &claims)
-            .map_err(|e| McpError::Internal(format!("cannot seal state: {e}")))
+            .map_err(|e| McpError::Internal(format!("cannot seal state: {e}")))?;
+        server.metrics().state_sealed(token.len());
+        Ok(token)
     }
 }
 

@@ -19,6 +19,7 @@ use tern_seal::{Deployment, KeyRing, ReplayStore, check_deployment, random_bytes
 use tern_types::RequestId;
 use tern_types::methods::{FlowMethod, Method};
 use tokio::sync::broadcast;
+use tracing::Instrument as _;
 
 use crate::ask::{Ask, AskContext};
 use crate::builder::BuildError;
@@ -27,7 +28,7 @@ use crate::config::Config;
 use crate::content::ToolResult;
 use crate::extract::CallContext;
 use crate::handler::ErasedHandler;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RequestOutcome, method_label};
 use crate::notify::Sink;
 use crate::outcome::{Outcome, Pending};
 use crate::registry::{PromptDef, Registry, ResourceDef, RouteLimits, TemplateDef, ToolDef};
@@ -70,7 +71,8 @@ pub(crate) struct Inner {
     pub(crate) registry: RwLock<Arc<Registry>>,
     pub(crate) changes: broadcast::Sender<Change>,
     pub(crate) config: Config,
-    pub(crate) keys: KeyRing,
+    /// Swapped whole on a reload; a request holds the ring it started with.
+    pub(crate) keys: RwLock<Arc<KeyRing>>,
     pub(crate) resource_id: String,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) authorize: Option<Authorize>,
@@ -130,6 +132,29 @@ impl Server {
         self.inner.app_state.clone()
     }
 
+    pub(crate) fn keys(&self) -> Arc<KeyRing> {
+        match self.inner.keys.read() {
+            Ok(k) => k.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the key ring, e.g. when the key file was rotated: states
+    /// sealed from now on use its active key, and only its keys open
+    /// states. The resource id bound into states does not change.
+    pub fn replace_keys(&self, keys: KeyRing) {
+        let mut k = match self.inner.keys.write() {
+            Ok(k) => k,
+            Err(p) => p.into_inner(),
+        };
+        *k = Arc::new(keys);
+    }
+
+    /// The resource id bound into every state.
+    pub fn resource_id(&self) -> &str {
+        &self.inner.resource_id
+    }
+
     pub(crate) fn registry(&self) -> Arc<Registry> {
         match self.inner.registry.read() {
             Ok(r) => r.clone(),
@@ -173,32 +198,79 @@ impl Server {
         sink: Sink,
     ) -> Reply {
         let id = req.id.clone();
+        let span = request_span(&req);
         let headers = inbound.headers.as_ref();
+        let method = method_label(&req.method);
         let run = Box::pin(self.serve(req, headers, inbound.principal, sink));
-        self.answer(id, run, |_| {}).await
+        self.answer(id, method, span, run, |_| {}).await
     }
 
     /// Runs one request inside the panic boundary and turns what it gave
     /// into the reply: the result (given its era's `shape`), nothing for a
-    /// closed stream, or the error, internal detail logged not sent.
+    /// closed stream, or the error, internal detail logged not sent. Every
+    /// request is logged at info and counted, with its outcome and time.
     pub(crate) async fn answer(
         &self,
         id: RequestId,
+        method: &'static str,
+        span: tracing::Span,
         run: impl Future<Output = Result<Option<Map<String, Value>>, McpError>>,
         shape: fn(&mut Map<String, Value>),
     ) -> Reply {
-        match AssertUnwindSafe(run).catch_unwind().await {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a duration for logs and metrics, not a protocol clock"
+        )]
+        let started = std::time::Instant::now();
+        let ran = AssertUnwindSafe(run)
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
+        let (reply, outcome, code) = match ran {
             Ok(Ok(Some(mut result))) => {
+                let outcome =
+                    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+                        RequestOutcome::InputRequired
+                    } else {
+                        RequestOutcome::Complete
+                    };
                 shape(&mut result);
-                Reply::Message {
+                let reply = Reply::Message {
                     status: 200,
                     body: encode_result(&id, &result),
-                }
+                };
+                (reply, outcome, None)
             }
-            Ok(Ok(None)) => Reply::Closed,
-            Ok(Err(e)) => Reply::error_for(Some(id), &self.reported(e)),
-            Err(panic) => Reply::error_for(Some(id), &self.panicked(panic.as_ref())),
-        }
+            Ok(Ok(None)) => (Reply::Closed, RequestOutcome::Closed, None),
+            Ok(Err(e)) => {
+                let outcome = if matches!(e, McpError::InvalidState) {
+                    RequestOutcome::Rejected
+                } else {
+                    RequestOutcome::Error
+                };
+                let e = self.reported(e);
+                let code = e.code().0;
+                (Reply::error_for(Some(id), &e), outcome, Some(code))
+            }
+            Err(panic) => {
+                let e = self.panicked(panic.as_ref());
+                let code = e.code().0;
+                (
+                    Reply::error_for(Some(id), &e),
+                    RequestOutcome::Error,
+                    Some(code),
+                )
+            }
+        };
+        let took = started.elapsed();
+        self.metrics().request(method, outcome, took);
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "a duration in milliseconds for people"
+        )]
+        let ms = took.as_micros() as f64 / 1000.0;
+        tracing::info!(parent: &span, outcome = outcome.as_str(), code, ms, "request");
+        reply
     }
 
     /// HTTP-A5 in order: the envelope (steps 6–10), the method and
@@ -263,6 +335,7 @@ impl Server {
             Opened::Run(r) => r,
             Opened::Replayed(kept) => return Ok(Some(kept)),
         };
+        tracing::Span::current().record("round", resume.round());
         let ask = Arc::new(resume.ask_context(a.meta.client_capabilities.clone()));
         let cx = CallContext {
             server: self.clone(),
@@ -459,4 +532,33 @@ fn requests_map(p: &Pending) -> Option<Map<String, Value>> {
         .map(|r| (r.key.clone(), r.request.clone()))
         .collect();
     (!m.is_empty()).then_some(m)
+}
+
+/// The span every log line of a request carries: its method, and the tool,
+/// prompt or resource it names. The round is recorded once known.
+pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
+    let span = tracing::info_span!(
+        "request",
+        method = %req.method,
+        tool = tracing::field::Empty,
+        prompt = tracing::field::Empty,
+        uri = tracing::field::Empty,
+        round = tracing::field::Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    let Some(p) = req.params.as_ref() else {
+        return span;
+    };
+    let (field, key) = match req.method.as_str() {
+        "tools/call" => ("tool", "name"),
+        "prompts/get" => ("prompt", "name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => ("uri", "uri"),
+        _ => return span,
+    };
+    if let Some(v) = p.get(key).and_then(Value::as_str) {
+        span.record(field, v);
+    }
+    span
 }

@@ -1,0 +1,443 @@
+//! `tern serve` and `tern keys` as an operator runs them: options checked
+//! before anything touches the disk, key files guarded, a log line per
+//! request and per refused state, Prometheus metrics, and a key file
+//! reloaded on SIGHUP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::common::{Run, Server, run, tern_bin};
+
+fn tern(args: &[&str], data: &Path) -> Run {
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(args).env("XDG_DATA_HOME", data);
+    run(cmd)
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn serve_checks_every_option_before_touching_the_disk() {
+    let data = TempDir::new().unwrap();
+    let typo = data.path().join("typo/keys.json").display().to_string();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--threads", "0"], 2, "--threads"),
+        (
+            &["--http", "nosuchhost.invalid:8080"],
+            1,
+            "cannot resolve \"nosuchhost.invalid\"",
+        ),
+        (&["--http", "localhost"], 1, "is not HOST:PORT"),
+        (
+            &["--http", "127.0.0.1:99999"],
+            1,
+            "not a number from 0 to 65535",
+        ),
+        (&["--keys", &typo], 1, "no key file at"),
+        (&["--replay", "memory"], 1, "--ephemeral-keys"),
+        (
+            &["--replay", "mem"],
+            1,
+            "expected memory, sqlite:PATH or redis://HOST:PORT",
+        ),
+        (&["--instances", "2"], 1, "--replay redis://HOST:PORT"),
+        (&["--state-ttl", "0"], 1, "from 1 to 3600 seconds"),
+        (&["--max-rounds", "0"], 1, "--max-rounds must be at least 1"),
+    ];
+    for (args, code, says) in cases {
+        let mut all = vec!["serve"];
+        if !args.contains(&"--http") {
+            all.extend(["--http", "127.0.0.1:0"]);
+        }
+        all.extend(*args);
+        let r = tern(&all, data.path());
+        assert_eq!(r.code, *code, "{args:?}: {r:#?}");
+        assert!(r.stderr.contains(says), "{args:?}: {r:#?}");
+        // Worded for users: nothing they do not have.
+        assert!(
+            !r.stderr.contains("SECURITY.md") && !r.stderr.contains("LocalDurable"),
+            "{r:#?}"
+        );
+        assert_eq!(
+            entries(data.path()),
+            Vec::<String>::new(),
+            "{args:?} touched the disk"
+        );
+    }
+}
+
+#[test]
+fn serve_resolves_host_names() {
+    let s = Server::start_at("localhost:0", &[], &[]);
+    assert!(
+        s.url.starts_with("http://127.0.0.1:") || s.url.starts_with("http://[::1]:"),
+        "{}",
+        s.url
+    );
+}
+
+#[test]
+fn memory_replay_over_http_with_an_ephemeral_key() {
+    let s = Server::start_with(&["--replay", "memory", "--ephemeral-keys"], &[]);
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(["call", &s.url, "tool", "echo", "text=hi"]);
+    run(cmd).ok().says("hi");
+    // No key file was written.
+    assert!(!s.dir.path().join("tern/keys.json").exists());
+}
+
+#[test]
+fn a_key_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let data = TempDir::new().unwrap();
+    let file = data.path().join("keys.json");
+    let f = file.display().to_string();
+    tern(&["keys", "new", &f], data.path()).ok();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = tern(
+        &["serve", "--http", "127.0.0.1:0", "--keys", &f],
+        data.path(),
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(r.stderr.contains("(mode 644)"), "{r:#?}");
+    assert!(r.stderr.contains(&format!("run: chmod 600 {f}")), "{r:#?}");
+    tern(&["keys", "list", &f], data.path())
+        .failed(1)
+        .says("chmod 600");
+}
+
+/// `tern keys new FILE`; returns the active kid it printed.
+fn new_key_file(file: &str, data: &Path) -> String {
+    let created = tern(&["keys", "new", file], data);
+    let kid = created
+        .ok()
+        .stdout
+        .rsplit("active kid ")
+        .next()
+        .unwrap()
+        .trim_end_matches([')', '\n']);
+    assert!(kid.parse::<u32>().is_ok(), "{created:#?}");
+    kid.to_owned()
+}
+
+#[test]
+fn keys_list_and_retire_speak_to_people() {
+    let data = TempDir::new().unwrap();
+    let f = data.path().join("keys.json").display().to_string();
+    let old = new_key_file(&f, data.path());
+    let new = tern(&["keys", "add", &f], data.path());
+    let new = new.ok().stdout.trim().to_owned();
+    tern(&["keys", "list", &f], data.path())
+        .ok()
+        .says("verify-only (published, not yet active)");
+    tern(&["keys", "activate", &f, &new], data.path()).ok();
+    let list = tern(&["keys", "list", &f], data.path());
+    let line = list
+        .ok()
+        .stdout
+        .lines()
+        .find(|l| l.contains(&format!(" {old}  ")))
+        .unwrap()
+        .to_owned();
+    // "verify-only until Fri, 04 Dec 2026 14:02:09 UTC"
+    assert!(
+        line.contains("verify-only until ") && line.ends_with(" UTC"),
+        "{line}"
+    );
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l.contains(&format!(" {new}  active: seals and opens"))),
+        "{list:#?}"
+    );
+    // Inside the grace period a retire needs --force, and says until when.
+    tern(&["keys", "retire", &f, &old], data.path())
+        .failed(1)
+        .says("still opens states until ")
+        .says("Pass --force");
+    tern(&["keys", "retire", &f, &old, "--force"], data.path())
+        .ok()
+        .says(&format!("kid {old} is retired"));
+    tern(&["keys", "list", &f], data.path())
+        .ok()
+        .says(&format!(" {old}  retired"));
+}
+
+/// A `tern serve` whose stderr is kept for the test to read.
+struct Logged {
+    child: Child,
+    url: String,
+    log: Arc<Mutex<String>>,
+    _dir: TempDir,
+}
+
+impl Logged {
+    fn start(args: &[&str], dir: TempDir) -> Logged {
+        let mut child = Command::new(tern_bin())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .env("XDG_DATA_HOME", dir.path())
+            .env_remove("RUST_LOG")
+            .env_remove("TERN_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut lines = BufReader::new(child.stderr.take().unwrap());
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while lines.read_line(&mut line).unwrap_or(0) > 0 {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        let mut s = Logged {
+            child,
+            url: String::new(),
+            log,
+            _dir: dir,
+        };
+        let started = s.wait_for("tern serve started");
+        s.url = match serde_json::from_str::<Value>(&started) {
+            // --log-format json
+            Ok(v) => v["fields"]["listen"].as_str().unwrap().to_owned(),
+            Err(_) => {
+                let at = started.find("listen=").expect("listen field") + "listen=".len();
+                started[at..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_matches('"')
+                    .to_owned()
+            }
+        };
+        s
+    }
+
+    /// The first log line containing `text`, waiting up to 10 s for it.
+    fn wait_for(&self, text: &str) -> String {
+        for _ in 0..500 {
+            if let Some(l) = self.log.lock().unwrap().lines().find(|l| l.contains(text)) {
+                return l.to_owned();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "no log line with {text:?} in:\n{}",
+            self.log.lock().unwrap()
+        );
+    }
+
+    fn field(&self, text: &str, name: &str) -> String {
+        let line = self.wait_for(text);
+        let at = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+        line[at..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .trim_matches('"')
+            .to_owned()
+    }
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 exchange on a fresh connection.
+fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = TcpStream::connect(host).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
+
+/// A 2026-07-28 `tools/call`, with `extra` merged into its params.
+fn call(url: &str, tool: &str, args: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": tool,
+        "arguments": args,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "operator-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}, "roots": {}}
+        }
+    });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let (_, text) = http(
+        "POST",
+        url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        &body.to_string(),
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn deploy_state(url: &str) -> String {
+    let r = call(url, "deploy", json!({"environment": "prod"}), json!({}));
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    r["result"]["requestState"].as_str().unwrap().to_owned()
+}
+
+/// The same state with one character in its middle changed.
+fn tampered(state: &str) -> String {
+    let mut b = state.as_bytes().to_vec();
+    let i = b.len() / 2;
+    b[i] = if b[i] == b'A' { b'B' } else { b'A' };
+    String::from_utf8(b).unwrap()
+}
+
+#[test]
+fn requests_and_refused_states_are_logged_and_counted() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics_addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let s = Logged::start(&["--metrics", &metrics_addr], TempDir::new().unwrap());
+    // The startup line names what the server runs with.
+    let started = s.wait_for("tern serve started");
+    for field in [
+        "keys=",
+        "replay=\"sqlite:",
+        "resource_id=\"urn:tern:",
+        "state_ttl_secs=600",
+        "max_rounds=",
+        "metrics=",
+    ] {
+        assert!(started.contains(field), "{field} not in {started}");
+    }
+    let state = deploy_state(&s.url);
+    let r = resume_deploy(&s.url, &tampered(&state));
+    // The peer sees the one uniform refusal, never the reason.
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(!r.to_string().contains("bad_tag"), "{r}");
+    // The log has the reason, and a line per request with its outcome.
+    let refused = s.wait_for("requestState refused");
+    assert!(refused.contains("reason=\"bad_tag\""), "{refused}");
+    assert!(refused.contains("tool=\"deploy\""), "{refused}");
+    assert_eq!(s.field("outcome=\"rejected\"", "code"), "-32602");
+    assert_eq!(
+        s.field("outcome=\"input_required\"", "method"),
+        "tools/call"
+    );
+    let (status, text) = http("GET", &format!("http://{metrics_addr}/metrics"), &[], "");
+    assert_eq!(status, 200);
+    for line in [
+        "tern_requests_total{method=\"tools/call\",outcome=\"input_required\"} 1",
+        "tern_requests_total{method=\"tools/call\",outcome=\"rejected\"} 1",
+        "tern_state_rejected_total{reason=\"bad_tag\"} 1",
+        "tern_state_bytes_count 1",
+        "tern_request_duration_seconds_count 2",
+        "tern_replay_store_errors_total 0",
+        "tern_sessions_open 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let s = Logged::start(&["--log-format", "json"], TempDir::new().unwrap());
+    let r = call(&s.url, "echo", json!({"text": "hi"}), json!({}));
+    assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    let line: Value = serde_json::from_str(&s.wait_for("\"message\":\"request\"")).unwrap();
+    assert_eq!(line["level"], "INFO");
+    assert_eq!(line["fields"]["outcome"], "complete");
+    assert_eq!(line["span"]["name"], "request");
+    assert_eq!(line["span"]["method"], "tools/call");
+    assert_eq!(line["span"]["tool"], "echo");
+    assert_eq!(line["span"]["round"], 0);
+    // Nothing but JSON objects on stderr.
+    for l in s.log.lock().unwrap().lines() {
+        assert!(
+            serde_json::from_str::<Value>(l).is_ok_and(|v| v.is_object()),
+            "{l}"
+        );
+    }
+}
+
+#[test]
+fn sighup_reloads_the_key_file() {
+    let dir = TempDir::new().unwrap();
+    let f = dir.path().join("keys.json").display().to_string();
+    let old = new_key_file(&f, dir.path());
+    let s = Logged::start(&["--keys", &f], dir);
+    let before = deploy_state(&s.url);
+    let path = Path::new(&f);
+    let data = path.parent().unwrap();
+    let new = tern(&["keys", "add", &f], data);
+    let new = new.ok().stdout.trim().to_owned();
+    tern(&["keys", "activate", &f, &new], data).ok();
+    tern(&["keys", "retire", &f, &old, "--force"], data).ok();
+    // Still the old ring until the signal.
+    let again = resume_deploy(&s.url, &before);
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    let pid = s.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reloaded = s.wait_for("key file reloaded");
+    assert!(reloaded.contains(&format!("active={new}")), "{reloaded}");
+    // A state sealed under the retired key no longer opens.
+    let after = resume_deploy(&s.url, &before);
+    assert_eq!(after["error"]["code"], -32602, "{after}");
+    // New states are sealed under the new key and open.
+    let fresh = deploy_state(&s.url);
+    let r = resume_deploy(&s.url, &fresh);
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+}
+
+/// Round 2 of deploy with `state` and no answers: asked again if the state
+/// opens.
+fn resume_deploy(url: &str, state: &str) -> Value {
+    call(
+        url,
+        "deploy",
+        json!({"environment": "prod"}),
+        json!({"requestState": state, "inputResponses": {}}),
+    )
+}
