@@ -21,18 +21,10 @@ use tern::types::{
 };
 
 use crate::CallArgs;
+use crate::exit::{self, usage};
 use crate::provider::{self, Answers, Sampler, Settings, TerminalProvider};
 use crate::target;
 use crate::ui::{self, Spinner, bold, dim};
-
-/// Exit code of a usage error.
-pub(crate) const USAGE: u8 = 2;
-
-/// Prints a usage error and gives exit code 2.
-pub(crate) fn usage(msg: &str) -> ExitCode {
-    eprintln!("tern: {msg}");
-    ExitCode::from(USAGE)
-}
 
 /// The runtime of the client commands.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -46,9 +38,41 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// What `tern call` was asked to do.
 #[derive(Debug)]
 enum What {
-    Tool(String, Vec<(String, String)>),
-    Prompt(String, Vec<(String, String)>),
+    Tool(String, Vec<(String, Arg)>),
+    Prompt(String, Vec<(String, Arg)>),
     Read(String),
+}
+
+/// One argument from the command line.
+#[derive(Debug, Clone, PartialEq)]
+enum Arg {
+    /// `key=value`: coerced by the schema.
+    Text(String),
+    /// `key:=JSON` (or a member of `--args`): taken as it is.
+    Json(Value),
+}
+
+/// One `key=value` or `key:=JSON` word.
+fn parse_pair(kv: &str) -> Result<(String, Arg), String> {
+    let (k, v) = kv
+        .split_once('=')
+        .filter(|(k, _)| !k.is_empty() && *k != ":")
+        .ok_or_else(|| format!("expected key=value or key:=JSON, found {kv:?}"))?;
+    match k.strip_suffix(':') {
+        Some(k) => serde_json::from_str(v)
+            .map(|j| (k.to_owned(), Arg::Json(j)))
+            .map_err(|e| format!("argument {k}: {v:?} is not JSON: {e}")),
+        None => Ok((k.to_owned(), Arg::Text(v.to_owned()))),
+    }
+}
+
+/// `--args JSON`: an object of arguments, before the `key=value` words.
+fn parse_args_json(text: &str) -> Result<Vec<(String, Arg)>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m.into_iter().map(|(k, v)| (k, Arg::Json(v))).collect()),
+        Ok(_) => Err("--args must be a JSON object".to_owned()),
+        Err(e) => Err(format!("--args is not JSON: {e}")),
+    }
 }
 
 /// Splits WHAT into the operation and its `key=value` pairs.
@@ -58,12 +82,7 @@ fn parse_what(words: &[String]) -> Result<What, String> {
     };
     let pairs = || {
         rest.iter()
-            .map(|kv| {
-                kv.split_once('=')
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .filter(|(k, _)| !k.is_empty())
-                    .ok_or_else(|| format!("expected key=value, found {kv:?}"))
-            })
+            .map(|kv| parse_pair(kv))
             .collect::<Result<Vec<_>, String>>()
     };
     match kind.as_str() {
@@ -105,6 +124,8 @@ struct Watch {
     /// The interim round waiting for its answers: its record so far.
     open: Option<Value>,
     rounds: Vec<Value>,
+    /// Whether any answer was a decline or a cancel.
+    declined: bool,
 }
 
 impl Reporter {
@@ -120,6 +141,7 @@ impl Reporter {
                 spinner: None,
                 open: None,
                 rounds: Vec::new(),
+                declined: false,
             }),
         })
     }
@@ -181,6 +203,12 @@ impl Reporter {
                 }
             }
             RoundEvent::Answered { responses, .. } => {
+                w.declined |= responses.iter().any(|(_, v)| {
+                    matches!(
+                        v.get("action").and_then(Value::as_str),
+                        Some("decline" | "cancel")
+                    )
+                });
                 for (key, v) in responses.iter() {
                     self.line(&format!("  answers {key}: {}", describe_answer(v)));
                 }
@@ -218,6 +246,11 @@ impl Reporter {
             Sink::Stderr => eprintln!("{s}"),
             Sink::Stdout => println!("{s}"),
         }
+    }
+
+    /// Whether the person declined or cancelled anything in this call.
+    pub(crate) fn declined(&self) -> bool {
+        self.watch().declined
     }
 
     /// The rounds seen so far, as JSON.
@@ -314,18 +347,98 @@ where
 }
 
 /// Coerces `key=value` arguments by the tool's `inputSchema`: integer,
-/// number, boolean, string, or JSON for objects and arrays.
+/// number, boolean, string, or JSON for objects and arrays; `key:=JSON` is
+/// taken as it is. A later word wins over an earlier one.
 fn coerce_args(
     schema: &Map<String, Value>,
-    pairs: &[(String, String)],
+    pairs: &[(String, Arg)],
 ) -> Result<Map<String, Value>, String> {
     let props = schema.get("properties").and_then(Value::as_object);
     let mut out = Map::new();
-    for (key, raw) in pairs {
-        let prop = props.and_then(|p| p.get(key));
-        out.insert(key.clone(), coerce(key, raw, prop)?);
+    for (key, arg) in pairs {
+        let v = match arg {
+            Arg::Text(raw) => coerce(key, raw, props.and_then(|p| p.get(key)))?,
+            Arg::Json(v) => v.clone(),
+        };
+        out.insert(key.clone(), v);
     }
     Ok(out)
+}
+
+/// What the arguments lack or have too many of, by the tool's
+/// `inputSchema`: names not among its properties (unless it allows more),
+/// then required ones missing.
+struct ArgCheck {
+    unknown: Vec<String>,
+    missing: Vec<String>,
+}
+
+fn check_args(schema: &Map<String, Value>, args: &Map<String, Value>) -> ArgCheck {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let open =
+        !matches!(schema.get("additionalProperties"), Some(Value::Bool(false))) && props.is_none();
+    let unknown = args
+        .keys()
+        .filter(|k| !open && !props.is_some_and(|p| p.contains_key(k.as_str())))
+        .cloned()
+        .collect();
+    let missing = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|k| !args.contains_key(*k))
+        .map(str::to_owned)
+        .collect();
+    ArgCheck { unknown, missing }
+}
+
+/// The property names a schema lists, for messages.
+fn property_names(schema: &Map<String, Value>) -> String {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "none".to_owned())
+}
+
+/// Asks the person for each missing required argument, coerced like a
+/// `key=value` word. Ctrl-C or Esc ends the call.
+async fn ask_missing(
+    schema: &Map<String, Value>,
+    missing: Vec<String>,
+) -> Result<Vec<(String, Arg)>, String> {
+    let props = schema.get("properties").and_then(Value::as_object).cloned();
+    tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        for key in missing {
+            let prop = props.as_ref().and_then(|p| p.get(&key));
+            let kind = prop
+                .and_then(|p| p.get("type"))
+                .map(|t| t.to_string().replace('"', ""))
+                .unwrap_or_else(|| "value".to_owned());
+            let label = format!("{key} ({kind}, required):");
+            let mut q = inquire::Text::new(&label);
+            let help = prop
+                .and_then(|p| p.get("description"))
+                .and_then(Value::as_str);
+            if let Some(h) = help {
+                q = q.with_help_message(h);
+            }
+            match q.prompt() {
+                Ok(v) => out.push((key, Arg::Text(v))),
+                Err(inquire::InquireError::OperationInterrupted) => {
+                    return Err(provider::INTERRUPTED.to_owned());
+                }
+                Err(e) => return Err(format!("argument {key} was not given: {e}")),
+            }
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// One value by its property schema; strings are tried last.
@@ -393,6 +506,11 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
     if args.model_url.is_some() && args.sampling_cmd.is_some() {
         return Ok(usage("give --model-url or --sampling-cmd, not both"));
     }
+    if let Some(u) = &args.model_url
+        && let Err(e) = exit::check_url("--model-url", u)
+    {
+        return Ok(usage(&e));
+    }
     let answers = match args.answers.as_deref().map(Answers::load).transpose() {
         Ok(a) => a,
         Err(e) => return Ok(usage(&e)),
@@ -438,7 +556,27 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
         roots,
         server_label: String::new(),
     };
-    runtime()?.block_on(call(args, what, settings))
+    let timeout = args.timeout;
+    runtime()?.block_on(async move {
+        let run = call(args, what, settings);
+        tokio::select! {
+            r = async {
+                match timeout {
+                    Some(t) => tokio::time::timeout(std::time::Duration::from_secs(t), run)
+                        .await
+                        .unwrap_or_else(|_| {
+                            eprintln!("tern: the call did not finish within {t} s (--timeout)");
+                            Ok(exit::code(exit::PROTOCOL))
+                        }),
+                    None => run.await,
+                }
+            } => r,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("\ntern: cancelled");
+                Ok(exit::code(exit::INTERRUPTED))
+            }
+        }
+    })
 }
 
 /// Connects, runs the operation and prints its outcome.
@@ -469,70 +607,208 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
             serde_json::to_string(&conn.client.capabilities()).unwrap_or_default()
         );
     }
-    let code = match what {
+    let out = Out {
+        json: args.json,
+        url: args.target.url.clone(),
+    };
+    let code = match operate(&conn, what, args.args.as_deref(), &out, &rep_for, &provider).await {
+        Ok(code) => code,
+        Err(Early::Usage(e)) => usage(&e),
+        Err(Early::Interrupted) => {
+            eprintln!("tern: cancelled");
+            exit::code(exit::INTERRUPTED)
+        }
+        Err(Early::Failed(e, what)) => report_error(&e, &out, &rep_for(&what), &provider),
+    };
+    conn.close().await;
+    Ok(code)
+}
+
+/// Why a call ended before its request was sent.
+enum Early {
+    /// Flags or arguments that cannot work (exit 2).
+    Usage(String),
+    /// Ctrl-C at a question about the arguments.
+    Interrupted,
+    /// Listing the tools or prompts failed, for the operation named.
+    Failed(Box<Error>, String),
+}
+
+impl From<String> for Early {
+    fn from(e: String) -> Self {
+        Early::Usage(e)
+    }
+}
+
+impl Early {
+    fn lookup(e: Lookup, what: String) -> Self {
+        match e {
+            Lookup::Usage(e) => Early::Usage(e),
+            Lookup::Failed(e) => Early::Failed(Box::new(e), what),
+        }
+    }
+}
+
+/// Checks the arguments, then runs the operation and prints its outcome.
+async fn operate(
+    conn: &target::Connected,
+    what: What,
+    args_json: Option<&str>,
+    out: &Out,
+    rep_for: &dyn Fn(&str) -> Arc<Reporter>,
+    provider: &TerminalProvider,
+) -> Result<ExitCode, Early> {
+    let extra = args_json
+        .map(parse_args_json)
+        .transpose()?
+        .unwrap_or_default();
+    let client = &conn.client;
+    Ok(match what {
         What::Tool(name, pairs) => {
-            let schema = match tool_schema(&conn.client, &name).await {
-                Ok(s) => s,
-                Err(Lookup::Usage(e)) => {
-                    conn.close().await;
-                    return Ok(usage(&e));
-                }
-                Err(Lookup::Failed(e)) => {
-                    conn.close().await;
-                    let rep = rep_for(&format!("tools/call {name}"));
-                    return Ok(report_error(&e, args.json, &rep, &provider));
-                }
-            };
-            let arguments = match coerce_args(&schema, &pairs) {
-                Ok(a) => a,
-                Err(e) => {
-                    conn.close().await;
-                    return Ok(usage(&e));
-                }
-            };
-            let rep = rep_for(&format!("tools/call {name}"));
-            let client = &conn.client;
+            let what = format!("tools/call {name}");
+            let arguments = tool_arguments(client, &name, &what, [extra, pairs].concat()).await?;
+            let rep = rep_for(&what);
             let r: Result<CallToolResult, Error> = drive(&rep, |opts| async move {
                 client.call_tool_with(&name, arguments, &opts).await
             })
             .await;
-            finish(r, args.json, &rep, &provider, |r| {
-                (ui::tool_text(r), r.is_error())
-            })
+            finish(r, out, &rep, provider, |r| (ui::tool_text(r), r.is_error()))
         }
         What::Prompt(name, pairs) => {
-            let arguments: BTreeMap<String, String> = pairs.into_iter().collect();
+            let what = format!("prompts/get {name}");
+            let declared = prompt_arguments(client, &name)
+                .await
+                .map_err(|e| Early::lookup(e, what.clone()))?;
+            let arguments = check_prompt_args(&name, &declared, [extra, pairs].concat())?;
             let arguments = (!arguments.is_empty()).then_some(arguments);
-            let rep = rep_for(&format!("prompts/get {name}"));
-            let client = &conn.client;
+            let rep = rep_for(&what);
             let r: Result<GetPromptResult, Error> = drive(&rep, |opts| async move {
                 client.get_prompt_with(&name, arguments, &opts).await
             })
             .await;
-            finish(r, args.json, &rep, &provider, |r| {
-                (ui::prompt_text(r), false)
-            })
+            finish(r, out, &rep, provider, |r| (ui::prompt_text(r), false))
         }
         What::Read(uri) => {
             let rep = rep_for(&format!("resources/read {uri}"));
-            let client = &conn.client;
             let r: Result<ReadResourceResult, Error> = drive(&rep, |opts| async move {
                 client.read_resource_with(&uri, &opts).await
             })
             .await;
-            finish(r, args.json, &rep, &provider, |r| {
-                (ui::resource_text(r), false)
-            })
+            finish(r, out, &rep, provider, |r| (ui::resource_text(r), false))
         }
+    })
+}
+
+/// A tool's arguments from the words, checked against its `inputSchema`;
+/// missing required ones are asked for in a terminal.
+async fn tool_arguments(
+    client: &Client,
+    name: &str,
+    what: &str,
+    mut pairs: Vec<(String, Arg)>,
+) -> Result<Map<String, Value>, Early> {
+    let schema = tool_schema(client, name)
+        .await
+        .map_err(|e| Early::lookup(e, what.to_owned()))?;
+    let arguments = coerce_args(&schema, &pairs)?;
+    let check = check_args(&schema, &arguments);
+    if let Some(k) = check.unknown.first() {
+        return Err(Early::Usage(format!(
+            "the tool {name:?} takes no argument {k:?}; it takes: {}",
+            property_names(&schema)
+        )));
+    }
+    let Some(first) = check.missing.first() else {
+        return Ok(arguments);
     };
-    conn.close().await;
-    Ok(code)
+    if !provider::stdin_is_terminal() {
+        return Err(Early::Usage(format!(
+            "the tool {name:?} needs the argument {first:?} (give {first}=VALUE)"
+        )));
+    }
+    match ask_missing(&schema, check.missing).await {
+        Ok(more) => pairs.extend(more),
+        Err(e) if e == provider::INTERRUPTED => return Err(Early::Interrupted),
+        Err(e) => return Err(Early::Usage(e)),
+    }
+    Ok(coerce_args(&schema, &pairs)?)
+}
+
+/// A prompt's arguments from the words: only those it declares, and every
+/// required one.
+fn check_prompt_args(
+    name: &str,
+    declared: &[tern::types::PromptArgument],
+    pairs: Vec<(String, Arg)>,
+) -> Result<BTreeMap<String, String>, Early> {
+    let mut arguments = BTreeMap::new();
+    for (k, v) in pairs {
+        if !declared.iter().any(|a| a.name == k) {
+            let names: Vec<&str> = declared.iter().map(|a| a.name.as_str()).collect();
+            return Err(Early::Usage(format!(
+                "the prompt {name:?} takes no argument {k:?}; it takes: {}",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        }
+        let text = match v {
+            Arg::Text(t) | Arg::Json(Value::String(t)) => t,
+            Arg::Json(j) => j.to_string(),
+        };
+        arguments.insert(k, text);
+    }
+    if let Some(a) = declared
+        .iter()
+        .find(|a| a.required == Some(true) && !arguments.contains_key(&a.name))
+    {
+        return Err(Early::Usage(format!(
+            "the prompt {name:?} needs the argument {:?} (give {}=VALUE)",
+            a.name, a.name
+        )));
+    }
+    Ok(arguments)
 }
 
 /// Why a tool's schema could not be had.
 enum Lookup {
     Usage(String),
     Failed(Error),
+}
+
+/// The prompt's declared arguments, from `prompts/list` (every page).
+async fn prompt_arguments(
+    client: &Client,
+    name: &str,
+) -> Result<Vec<tern::types::PromptArgument>, Lookup> {
+    let mut cursor: Option<String> = None;
+    let mut names = Vec::new();
+    for _ in 0..100 {
+        let page = client
+            .list_prompts(cursor.as_deref())
+            .await
+            .map_err(Lookup::Failed)?;
+        for p in page.prompts {
+            if p.name == name {
+                return Ok(p.arguments.unwrap_or_default());
+            }
+            names.push(p.name);
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    Err(Lookup::Usage(format!(
+        "the server has no prompt {name:?}; it has: {}",
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    )))
 }
 
 /// The tool's `inputSchema`, from `tools/list` (every page).
@@ -561,11 +837,19 @@ async fn tool_schema(client: &Client, name: &str) -> Result<Map<String, Value>, 
     )))
 }
 
-/// Prints a finished call and picks the exit code: 0, or 1 for a tool
-/// error result or a JSON-RPC error.
+/// How a finished call is printed.
+struct Out {
+    /// `--json`.
+    json: bool,
+    /// The server's URL, to name in transport errors.
+    url: Option<String>,
+}
+
+/// Prints a finished call and picks the exit code: 0; 1 for a tool error
+/// result, or 4 when the person declined what the server asked.
 fn finish<T: Serialize>(
     r: Result<T, Error>,
-    json: bool,
+    out: &Out,
     rep: &Reporter,
     provider: &TerminalProvider,
     text: impl Fn(&T) -> (String, bool),
@@ -573,7 +857,7 @@ fn finish<T: Serialize>(
     match r {
         Ok(result) => {
             let (body, is_error) = text(&result);
-            if json {
+            if out.json {
                 let out = JsonOut {
                     result: Some(&result),
                     error: None,
@@ -586,23 +870,27 @@ fn finish<T: Serialize>(
             } else {
                 println!("{body}");
             }
-            if is_error {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
+            match (is_error, rep.declined()) {
+                (false, _) => exit::code(exit::DONE),
+                (true, false) => exit::code(exit::FAILED),
+                (true, true) => exit::code(exit::REFUSED),
             }
         }
-        Err(e) => report_error(&e, json, rep, provider),
+        Err(e) => report_error(&e, out, rep, provider),
     }
 }
 
-/// Prints a failed call (JSON-RPC errors with their code and data)
-/// and picks the exit code.
-fn report_error(e: &Error, json: bool, rep: &Reporter, provider: &TerminalProvider) -> ExitCode {
-    if json {
+/// Prints a failed call (JSON-RPC errors with their code and data, a
+/// transport failure with its cause) and picks the exit code.
+fn report_error(e: &Error, out: &Out, rep: &Reporter, provider: &TerminalProvider) -> ExitCode {
+    if provider.interrupted() {
+        eprintln!("tern: cancelled");
+        return exit::code(exit::INTERRUPTED);
+    }
+    if out.json {
         let error = match e.remote_error() {
             Some(o) => serde_json::to_value(o).unwrap_or(Value::Null),
-            None => json!({"message": e.to_string()}),
+            None => json!({"message": exit::explain(e, out.url.as_deref())}),
         };
         let out: JsonOut<'_, ()> = JsonOut {
             result: None,
@@ -611,20 +899,25 @@ fn report_error(e: &Error, json: bool, rep: &Reporter, provider: &TerminalProvid
         };
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     }
-    match e.remote_error() {
-        Some(o) => {
-            eprintln!("tern: server error {}: {}", o.code, o.message);
-            if let Some(d) = &o.data {
-                eprintln!("tern: error data: {d}");
-            }
-        }
-        None => eprintln!("tern: {e}"),
+    eprintln!("tern: {}", exit::explain(e, out.url.as_deref()));
+    if let Some(d) = e.remote_error().and_then(|o| o.data.as_ref()) {
+        eprintln!("tern: error data: {d}");
     }
-    if e.is_refused() && provider.lacked_terminal() {
-        ExitCode::from(USAGE)
+    if e.is_capability() && e.is_remote() {
+        eprintln!(
+            "tern: the server needs a kind of input this call did not offer: for sampling pass --sampling-cmd or --model-url (or answer in a terminal); for forms and links drop --no-elicitation; for roots drop --no-roots"
+        );
+    }
+    let code = if e.is_refused() && provider.lacked_terminal() {
+        exit::USAGE
+    } else if e.is_refused() || (e.is_remote() && rep.declined()) {
+        exit::REFUSED
+    } else if e.is_remote() && !e.is_capability() {
+        exit::FAILED
     } else {
-        ExitCode::FAILURE
-    }
+        exit::PROTOCOL
+    };
+    exit::code(code)
 }
 
 #[cfg(test)]
@@ -638,7 +931,7 @@ mod tests {
             "s": {"type": "string"}, "o": {"type": "object"}, "a": {"type": "array"},
             "u": {"type": ["integer", "string"]}
         }});
-        let pairs: Vec<(String, String)> = [
+        let pairs: Vec<(String, Arg)> = [
             ("n", "5"),
             ("x", "2.5"),
             ("b", "yes"),
@@ -649,14 +942,15 @@ mod tests {
             ("free", "7"),
         ]
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .map(|(k, v)| parse_pair(&format!("{k}={v}")).unwrap())
+        .chain([parse_pair(r#"j:={"x":[1]}"#).unwrap()])
         .collect();
         let out = coerce_args(schema.as_object().unwrap(), &pairs).unwrap();
         assert_eq!(
             Value::Object(out),
-            json!({"n": 5, "x": 2.5, "b": true, "s": "5", "o": {"k": 1}, "a": [1, 2], "u": "abc", "free": "7"})
+            json!({"n": 5, "x": 2.5, "b": true, "s": "5", "o": {"k": 1}, "a": [1, 2], "u": "abc", "free": "7", "j": {"x": [1]}})
         );
-        let bad = vec![("n".to_owned(), "five".to_owned())];
+        let bad = vec![("n".to_owned(), Arg::Text("five".to_owned()))];
         assert!(coerce_args(schema.as_object().unwrap(), &bad).is_err());
     }
 
@@ -671,5 +965,29 @@ mod tests {
         assert!(w(&["tool", "echo", "oops"]).is_err());
         assert!(w(&["read", "x", "a=b"]).is_err());
         assert!(w(&["frob", "x"]).is_err());
+        assert!(w(&["tool", "x", "k:=nope"]).is_err());
+        assert_eq!(
+            parse_pair("k:=[1,2]").unwrap(),
+            ("k".to_owned(), Arg::Json(json!([1, 2])))
+        );
+        assert_eq!(
+            parse_pair("k=a=b").unwrap(),
+            ("k".to_owned(), Arg::Text("a=b".to_owned()))
+        );
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let schema = json!({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"]});
+        let schema = schema.as_object().unwrap();
+        let c = check_args(schema, json!({"b": 1, "zz": 2}).as_object().unwrap());
+        assert_eq!(c.unknown, ["zz"]);
+        assert_eq!(c.missing, ["a"]);
+        let open = json!({"type": "object"});
+        let c = check_args(
+            open.as_object().unwrap(),
+            json!({"any": 1}).as_object().unwrap(),
+        );
+        assert!(c.unknown.is_empty() && c.missing.is_empty());
     }
 }

@@ -8,7 +8,8 @@ use tern::client::{Client, Error, NoInput};
 use tern::types::{Prompt, Resource, ResourceTemplate, Tool, meta_keys};
 
 use crate::DiscoverArgs;
-use crate::call::{runtime, usage};
+use crate::call::runtime;
+use crate::exit::usage;
 use crate::target;
 use crate::ui::{bold, dim, server_name};
 
@@ -32,11 +33,16 @@ pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
         match r {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(e) => {
-                match e.remote_error() {
-                    Some(o) => eprintln!("tern: server error {}: {}", o.code, o.message),
-                    None => eprintln!("tern: {e}"),
-                }
-                Ok(ExitCode::FAILURE)
+                eprintln!(
+                    "tern: {}",
+                    crate::exit::explain(&e, args.target.url.as_deref())
+                );
+                let code = if e.is_remote() {
+                    crate::exit::FAILED
+                } else {
+                    crate::exit::PROTOCOL
+                };
+                Ok(crate::exit::code(code))
             }
         }
     })

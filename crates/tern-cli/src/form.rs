@@ -34,7 +34,9 @@ impl From<InquireError> for Stop {
     fn from(e: InquireError) -> Self {
         match e {
             InquireError::OperationCanceled => Stop::Dismissed,
-            InquireError::OperationInterrupted => Stop::Abort("interrupted".to_owned()),
+            InquireError::OperationInterrupted => {
+                Stop::Abort(crate::provider::INTERRUPTED.to_owned())
+            }
             other => Stop::Abort(format!("the terminal failed: {other}")),
         }
     }

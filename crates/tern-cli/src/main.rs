@@ -20,6 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod call;
 mod demo;
 mod discover;
+mod exit;
 mod form;
 mod keys;
 mod provider;
@@ -57,6 +58,13 @@ enum Command {
     Logout {
         /// The server's Streamable HTTP URL.
         url: String,
+    },
+    /// Print a shell completion script, e.g. `tern completions bash >
+    /// ~/.local/share/bash-completion/completions/tern`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -207,7 +215,8 @@ pub(crate) enum EraArg {
 pub(crate) struct CallArgs {
     #[command(flatten)]
     pub(crate) target: TargetArgs,
-    /// `tool NAME`, `prompt NAME` or `read URI`, then `key=value` arguments.
+    /// `tool NAME`, `prompt NAME` or `read URI`, then arguments: `key=value`
+    /// (converted by the tool's input schema) or `key:=JSON`.
     // Flags may follow WHAT, and with --cmd the first word lands in `url`
     // (call.rs shifts it back), so clap asks for one value and call.rs checks.
     #[arg(value_name = "WHAT", num_args = 1.., required = true)]
@@ -238,11 +247,21 @@ pub(crate) struct CallArgs {
     /// Declare form-mode elicitation only (no URL mode).
     #[arg(long)]
     pub(crate) form_only: bool,
-    /// Answers by input key, as a JSON object file.
-    #[arg(long, value_name = "FILE")]
+    /// Answers by input key, from a JSON file: {"KEY": ANSWER} where ANSWER
+    /// is {"action": "accept", "content": {...}} (or "decline", "cancel")
+    /// for a form or link, {"roots": [{"uri": "file:///..."}]} for roots,
+    /// or {"role": "assistant", "content": {"type": "text", "text": "..."},
+    /// "model": "..."} for sampling; a list gives one answer per round. A
+    /// method name as KEY answers every question of that kind. The whole
+    /// file is checked before the call.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
     pub(crate) answers: Option<PathBuf>,
     /// Accept forms with required booleans true and other fields from their
-    /// defaults; never consents to a URL.
+    /// defaults, share the --root directories (default: the current
+    /// directory) and approve sampling requests to --sampling-cmd or
+    /// --model-url, without asking; never consents to a URL. Without a
+    /// terminal, roots are shared the same way. Each is printed as it
+    /// happens.
     #[arg(long)]
     pub(crate) yes: bool,
     /// Print the result as JSON.
@@ -251,6 +270,14 @@ pub(crate) struct CallArgs {
     /// Print each round with its timing and state size.
     #[arg(short, long)]
     pub(crate) verbose: bool,
+    /// Arguments as one JSON object; `key=value` and `key:=JSON` words
+    /// after WHAT add to it and win.
+    #[arg(long = "args", value_name = "JSON")]
+    pub(crate) args: Option<String>,
+    /// Give up when the whole call (every round) takes longer than this
+    /// (exit status 3).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) timeout: Option<u64>,
 }
 
 /// `tern discover`.
@@ -335,6 +362,11 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Login(a) => signin::login(a),
         Command::Logout { url } => signin::logout(&url),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(shell, &mut Cli::command(), "tern", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -28,6 +28,9 @@ use crate::url;
 /// The message when a question needs a person and there is no terminal.
 pub(crate) const NO_TERMINAL: &str = "the server asks a question and there is no terminal to ask it in: run in a terminal, or pass --answers FILE or --yes";
 
+/// Why a question ended when the person pressed Ctrl-C.
+pub(crate) const INTERRUPTED: &str = "interrupted";
+
 /// Scripted answers by input key (`--answers`), or by method name
 /// (`"elicitation/create"`) for questions with no entry of their own and for
 /// 2025-11-25 servers, whose requests have no keys. A value is the answer
@@ -46,30 +49,61 @@ enum Entry {
 }
 
 impl Answers {
-    /// Reads an answers file: a JSON object from input key to response.
+    /// Reads an answers file (README, "Answers files"): a JSON object from
+    /// input key, or method name, to an answer or a list of answers. Every
+    /// entry is checked here, before anything is sent, and a problem names
+    /// the key.
     pub(crate) fn load(path: &Path) -> Result<Answers, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read --answers {}: {e}", path.display()))?;
-        let map: serde_json::Map<String, Value> = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "--answers {} is not a JSON object of answers by input key: {e}",
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("--answers {}: not valid JSON: {e}", path.display()))?;
+        let Value::Object(map) = value else {
+            return Err(format!(
+                "--answers {}: expected a JSON object of answers by input key, e.g. {{\"approval\": {{\"action\": \"accept\", \"content\": {{\"confirm\": true}}}}}}",
                 path.display()
-            )
-        })?;
-        let by_key = map
-            .into_iter()
-            .map(|(k, v)| match v {
-                Value::Array(a) => (k, Entry::Sequence(a.into())),
-                v => (k, Entry::Always(v)),
-            })
-            .collect();
+            ));
+        };
+        let mut by_key = BTreeMap::new();
+        for (k, v) in map {
+            let bad = |why: String| format!("--answers {}: the entry {k:?}: {why}", path.display());
+            let entry = match v {
+                Value::Array(a) if a.is_empty() => {
+                    return Err(bad(
+                        "an empty list holds no answers (for no roots, write {\"roots\": []})"
+                            .to_owned(),
+                    ));
+                }
+                Value::Array(a) => {
+                    for (i, one) in a.iter().enumerate() {
+                        check_answer(&k, one).map_err(|e| bad(format!("answer {}: {e}", i + 1)))?;
+                    }
+                    Entry::Sequence(a.into())
+                }
+                v => {
+                    check_answer(&k, &v).map_err(bad)?;
+                    Entry::Always(v)
+                }
+            };
+            by_key.insert(k, entry);
+        }
         Ok(Answers {
             by_key: Mutex::new(by_key),
         })
     }
 
+    /// The keys of the file, for a message about a key it lacks.
+    fn keys(&self) -> Vec<String> {
+        self.by_key
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// The next answer for `key`, parsed as `T`.
-    fn take<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Refusal> {
+    fn take<T: DeserializeOwned>(&self, key: &str, method: &str) -> Result<Option<T>, Refusal> {
         let raw = {
             let mut map = self
                 .by_key
@@ -83,13 +117,95 @@ impl Answers {
         };
         raw.map(|v| {
             serde_json::from_value(v).map_err(|e| {
+                tracing::debug!(error = %e, "a scripted answer of another kind");
                 Refusal::new(format!(
-                    "the --answers entry for {key:?} does not fit the question: {e}"
+                    "the --answers entry for {key:?} is not an answer to {}",
+                    match method {
+                        "elicitation/create" => "a form or a link (give {\"action\": ...})",
+                        "roots/list" => "a roots question (give {\"roots\": [...]})",
+                        _ => "a sampling request (give {\"role\", \"content\", \"model\"})",
+                    }
                 ))
             })
         })
         .transpose()
     }
+}
+
+/// Checks one scripted answer's shape, in the words of the answers file
+/// format: an elicitation answer, a roots answer or a sampling answer (by
+/// its key's method when the key is a method name).
+fn check_answer(key: &str, v: &Value) -> Result<(), String> {
+    let Value::Object(o) = v else {
+        return Err(format!("expected an object, found {v}"));
+    };
+    let kind = match key {
+        "elicitation/create" => "elicitation",
+        "roots/list" => "roots",
+        "sampling/createMessage" => "sampling",
+        _ if o.contains_key("action") => "elicitation",
+        _ if o.contains_key("roots") => "roots",
+        _ if o.contains_key("content") && o.contains_key("model") => "sampling",
+        _ => {
+            return Err(
+                "expected an elicitation answer {\"action\": \"accept\"|\"decline\"|\"cancel\", \"content\": {...}}, a roots answer {\"roots\": [{\"uri\": \"file:///...\"}]} or a sampling answer {\"role\": \"assistant\", \"content\": {\"type\": \"text\", \"text\": \"...\"}, \"model\": \"...\"}"
+                    .to_owned(),
+            );
+        }
+    };
+    match kind {
+        "elicitation" => {
+            match o.get("action").and_then(Value::as_str) {
+                Some("accept" | "decline" | "cancel") => {}
+                Some(other) => {
+                    return Err(format!(
+                        "\"action\" is {other:?}; it must be \"accept\", \"decline\" or \"cancel\""
+                    ));
+                }
+                None => return Err(
+                    "an elicitation answer needs \"action\": \"accept\", \"decline\" or \"cancel\""
+                        .to_owned(),
+                ),
+            }
+            if let Some(c) = o.get("content").filter(|c| !c.is_object() && !c.is_null()) {
+                return Err(format!(
+                    "\"content\" must be an object of form fields, found {c}"
+                ));
+            }
+            if let Some(extra) = o.keys().find(|k| *k != "action" && *k != "content") {
+                return Err(format!(
+                    "unknown member {extra:?} (an elicitation answer has \"action\" and \"content\")"
+                ));
+            }
+        }
+        "roots" => {
+            let Some(roots) = o.get("roots").and_then(Value::as_array) else {
+                return Err(
+                    "a roots answer needs \"roots\": [{\"uri\": \"file:///...\"}]".to_owned(),
+                );
+            };
+            for r in roots {
+                match r.get("uri").and_then(Value::as_str) {
+                    Some(u) if u.starts_with("file://") => {}
+                    Some(u) => return Err(format!("the root {u:?} is not a file:// URI")),
+                    None => return Err(format!("a root needs a \"uri\", found {r}")),
+                }
+            }
+        }
+        _ => {
+            let text = o
+                .get("content")
+                .and_then(|c| c.get("text"))
+                .and_then(Value::as_str);
+            if o.get("model").and_then(Value::as_str).is_none() {
+                return Err("a sampling answer needs \"model\"".to_owned());
+            }
+            if text.is_none_or(|t| t.trim().is_empty()) {
+                return Err("a sampling answer needs \"content\": {\"type\": \"text\", \"text\": \"...\"} with some text".to_owned());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How sampling requests are answered, after the person approves them.
@@ -141,6 +257,12 @@ struct Inner {
     /// terminal, or `--yes` facing a required field without a default
     /// (exit code 2).
     no_terminal: AtomicBool,
+    /// Set by Ctrl-C at a question: the whole call ends, and no further
+    /// question is asked.
+    interrupted: AtomicBool,
+    /// The round in which the person declined or cancelled a form or a
+    /// link: the roots of that round are not asked for.
+    declined_round: Mutex<Option<u32>>,
 }
 
 impl TerminalProvider {
@@ -151,6 +273,8 @@ impl TerminalProvider {
                 s,
                 dialog: tokio::sync::Mutex::new(()),
                 no_terminal: AtomicBool::new(false),
+                interrupted: AtomicBool::new(false),
+                declined_round: Mutex::new(None),
             }),
         }
     }
@@ -160,9 +284,50 @@ impl TerminalProvider {
         self.inner.no_terminal.load(Ordering::Relaxed)
     }
 
-    fn no_terminal(&self) -> Refusal {
+    /// A dialog for a form or link that notes, while it still holds the
+    /// turn, whether the person said no in this round.
+    async fn elicit_dialog(
+        &self,
+        round: u32,
+        f: impl FnOnce() -> Result<ElicitResult, Stop> + Send + 'static,
+    ) -> Result<ElicitResult, Refusal> {
+        let inner = self.inner.clone();
+        let answer = self
+            .dialog(move || {
+                let r = f();
+                let said_no = match &r {
+                    Ok(a) => a.action != ElicitAction::Accept,
+                    Err(Stop::Dismissed) => true,
+                    Err(Stop::Abort(_)) => false,
+                };
+                if said_no && let Ok(mut d) = inner.declined_round.lock() {
+                    *d = Some(round);
+                }
+                r
+            })
+            .await;
+        match answer {
+            Err(r) if r.reason == "dismissed" => Ok(ElicitResult::new(ElicitAction::Cancel)),
+            other => other,
+        }
+    }
+
+    /// Whether the person pressed Ctrl-C at a question.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.inner.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// A question with no scripted answer, no `--yes` and no terminal:
+    /// which question, and what the answers file has instead.
+    fn no_terminal(&self, key: &str) -> Refusal {
         self.inner.no_terminal.store(true, Ordering::Relaxed);
-        Refusal::new(NO_TERMINAL)
+        match &self.inner.s.answers {
+            Some(a) => Refusal::new(format!(
+                "the --answers file has no answer for the question {key:?} (its keys: {})",
+                a.keys().join(", ")
+            )),
+            None => Refusal::new(format!("the question {key:?}: {NO_TERMINAL}")),
+        }
     }
 
     fn server(&self, cx: &InputContext) -> String {
@@ -175,9 +340,9 @@ impl TerminalProvider {
     /// method), and one entry can answer every request of a kind.
     fn scripted<T: DeserializeOwned>(&self, key: &str, method: &str) -> Result<Option<T>, Refusal> {
         match &self.inner.s.answers {
-            Some(a) => match a.take(key)? {
+            Some(a) => match a.take(key, method)? {
                 Some(t) => Ok(Some(t)),
-                None if key != method => a.take(method),
+                None if key != method => a.take(method, method),
                 None => Ok(None),
             },
             None => Ok(None),
@@ -190,9 +355,17 @@ impl TerminalProvider {
         f: impl FnOnce() -> Result<T, Stop> + Send + 'static,
     ) -> Result<T, Refusal> {
         let _turn = self.inner.dialog.lock().await;
+        if self.interrupted() {
+            return Err(Refusal::new(INTERRUPTED));
+        }
         match tokio::task::spawn_blocking(f).await {
             Ok(Ok(t)) => Ok(t),
-            Ok(Err(Stop::Abort(why))) => Err(Refusal::new(why)),
+            Ok(Err(Stop::Abort(why))) => {
+                if why == INTERRUPTED {
+                    self.inner.interrupted.store(true, Ordering::Relaxed);
+                }
+                Err(Refusal::new(why))
+            }
             Ok(Err(Stop::Dismissed)) => Err(Refusal::new("dismissed")),
             Err(e) => Err(Refusal::new(format!("the dialog failed: {e}"))),
         }
@@ -223,6 +396,8 @@ impl InputProvider for TerminalProvider {
                     // ELIC-C6: check a scripted answer like a typed one.
                     let content = answer.content.clone().unwrap_or_default();
                     form::check_content(&params.requested_schema, &content).map_err(|e| {
+                        // Fixed by how tern is invoked: a usage error (exit 2).
+                        self.inner.no_terminal.store(true, Ordering::Relaxed);
                         Refusal::new(format!("the --answers entry for {:?}: {e}", cx.key))
                     })?;
                 }
@@ -240,17 +415,12 @@ impl InputProvider for TerminalProvider {
                 });
             }
             if !self.inner.s.interactive {
-                return Err(self.no_terminal());
+                return Err(self.no_terminal(&cx.key));
             }
             let server = self.server(&cx);
             let key = cx.key.clone();
-            match self
-                .dialog(move || form::ask_form(&server, &key, &params))
+            self.elicit_dialog(cx.round, move || form::ask_form(&server, &key, &params))
                 .await
-            {
-                Err(r) if r.reason == "dismissed" => Ok(ElicitResult::new(ElicitAction::Cancel)),
-                other => other,
-            }
         })
     }
 
@@ -301,16 +471,13 @@ impl InputProvider for TerminalProvider {
                 return Ok(ElicitResult::new(ElicitAction::Cancel));
             }
             if !self.inner.s.interactive {
-                return Err(self.no_terminal());
+                return Err(self.no_terminal(&cx.key));
             }
             let key = cx.key.clone();
-            match self
-                .dialog(move || url::ask_url(&server, &key, &params.message, &params.url))
-                .await
-            {
-                Err(r) if r.reason == "dismissed" => Ok(ElicitResult::new(ElicitAction::Cancel)),
-                other => other,
-            }
+            self.elicit_dialog(cx.round, move || {
+                url::ask_url(&server, &key, &params.message, &params.url)
+            })
+            .await
         })
     }
 
@@ -328,7 +495,14 @@ impl InputProvider for TerminalProvider {
             let server = self.server(&cx);
             let s = &self.inner.s;
             if !s.interactive && !s.yes {
-                return Err(self.no_terminal());
+                if s.sampler.is_some() {
+                    self.inner.no_terminal.store(true, Ordering::Relaxed);
+                    return Err(Refusal::new(format!(
+                        "the sampling request {:?} needs your approval: run in a terminal, or pass --yes to approve sampling requests",
+                        cx.key
+                    )));
+                }
+                return Err(self.no_terminal(&cx.key));
             }
             let backend = match &s.sampler {
                 Some(Sampler::OpenAi { url, model }) => format!("{model} at {url}"),
@@ -352,7 +526,16 @@ impl InputProvider for TerminalProvider {
                 }
             }
             let (text, model, stop) = match &s.sampler {
-                Some(sampler) => run_sampler(sampler, &params).await.map_err(Refusal::new)?,
+                Some(sampler) => {
+                    let (text, model, stop) =
+                        run_sampler(sampler, &params).await.map_err(Refusal::new)?;
+                    if text.trim().is_empty() {
+                        return Err(Refusal::new(format!(
+                            "{backend} gave an empty reply; nothing was sent to the server"
+                        )));
+                    }
+                    (text, model, stop)
+                }
                 None if s.interactive => {
                     let t = tokio::task::spawn_blocking(|| {
                         form::text("Your reply:", "typed in place of a model")
@@ -403,9 +586,31 @@ impl InputProvider for TerminalProvider {
             };
             if s.yes || !s.interactive {
                 // The --root flags (or the documented default, the current
-                // directory) are the person's permission (ROOT-C2).
+                // directory) are the person's permission (ROOT-C2); say so.
+                let uris: Vec<&str> = roots.roots.iter().map(|r| r.uri.as_str()).collect();
+                eprintln!(
+                    "{}",
+                    dim(&format!(
+                        "tern: sharing the roots {} without asking ({}; --no-roots shares none)",
+                        uris.join(" "),
+                        if s.yes { "--yes" } else { "no terminal" }
+                    ))
+                );
                 return Ok(roots);
             }
+            // The person said no to this round's form or link: the flow is
+            // not going ahead, so do not ask them about roots as well; a
+            // server that still needs roots asks again.
+            let turn = self.inner.dialog.lock().await;
+            let declined = self.inner.declined_round.lock().ok().and_then(|d| *d);
+            if declined == Some(cx.round) {
+                eprintln!(
+                    "{}",
+                    dim("tern: not sharing roots: you declined this round's question")
+                );
+                return Ok(ListRootsResult { roots: Vec::new() });
+            }
+            drop(turn);
             let server = self.server(&cx);
             let key = cx.key.clone();
             let shown = roots.clone();

@@ -140,6 +140,7 @@ pub(crate) async fn connect(
         let (program, args) = words
             .split_first()
             .ok_or("--cmd is empty: give the command that starts the server")?;
+        crate::exit::find_program(program)?;
         let mut command = tokio::process::Command::new(program);
         command.args(args);
         let transport = Arc::new(
@@ -169,6 +170,7 @@ pub(crate) async fn connect(
         .url
         .as_deref()
         .ok_or("give the server's URL or --cmd 'COMMAND ARGS'")?;
+    crate::exit::check_url("the server URL", url)?;
     // A 401 starts the sign-in in a terminal; elsewhere it says to log in.
     let options =
         crate::signin::http_options(url, &target.auth, crate::provider::stdin_is_terminal())?;

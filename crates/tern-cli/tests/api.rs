@@ -9,6 +9,7 @@ mod api {
     mod call;
     mod commands;
     mod common;
+    mod edges;
     mod interop;
     mod interop_py;
     mod legacy_server;

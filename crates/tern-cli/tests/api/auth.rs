@@ -87,7 +87,7 @@ fn tokens_are_checked_for_audience_and_scope() {
         &token("https://other.example/mcp", "mcp"),
         &["tool", "echo", "text=hi"],
     )
-    .failed(1)
+    .failed(3)
     .says("401");
     // The deploy tool needs deploy:write: 403 insufficient_scope.
     call_with_token(
@@ -95,7 +95,7 @@ fn tokens_are_checked_for_audience_and_scope() {
         &token(&s.url, "mcp"),
         &["tool", "deploy", "environment=staging", "--yes"],
     )
-    .failed(1)
+    .failed(3)
     .says("403");
     call_with_token(
         &s.url,
@@ -151,7 +151,7 @@ fn the_config_file_supplies_credentials_per_server_and_flags_win() {
             ("FLAG", token("https://other.example/mcp", "mcp")),
         ],
     )
-    .failed(1)
+    .failed(3)
     .says("401");
     // A misspelt key is named, with the file.
     std::fs::write(&config, r#"{"servers": {"x": {"bearer": "V"}}}"#).unwrap();

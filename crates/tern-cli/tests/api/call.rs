@@ -53,7 +53,7 @@ both! {
             r#"{"deployment_approval": {"action": "decline"}}"#,
             &["tool", "deploy", "environment=staging"],
         )
-        .failed(1)
+        .failed(4)
         .says("deployment to staging was declined");
     };
     deploy_cancelled => |t: Target| {
@@ -61,7 +61,7 @@ both! {
             r#"{"deployment_approval": {"action": "cancel"}}"#,
             &["tool", "deploy", "environment=staging"],
         )
-        .failed(1)
+        .failed(4)
         .says("deployment to staging was cancelled");
     };
     deploy_without_roots => |t: Target| {
@@ -71,8 +71,9 @@ both! {
     };
     deploy_without_elicitation => |t: Target| {
         t.call(&["tool", "deploy", "environment=staging", "--yes", "--no-elicitation"])
-            .failed(1)
-            .says("-32021");
+            .failed(3)
+            .says("-32021")
+            .says("drop --no-elicitation");
     };
     deploy_without_a_terminal => |t: Target| {
         t.call(&["tool", "deploy", "environment=staging"])
@@ -101,18 +102,18 @@ both! {
     };
     redeem_declined => |t: Target| {
         t.call_with(r#"{"confirm_redeem": {"action": "decline"}}"#, &["tool", "redeem", "code=X"])
-            .failed(1)
+            .failed(4)
             .says("redemption declined");
     };
     login_signed_in => |t: Target| login(&t, "done", 0, "signed in");
-    login_cancelled => |t: Target| login(&t, "cancel", 1, "sign-in cancelled");
+    login_cancelled => |t: Target| login(&t, "cancel", 4, "sign-in cancelled");
     login_declined => |t: Target| {
         t.call_with(r#"{"login": {"action": "decline"}}"#, &["tool", "login"])
-            .failed(1)
+            .failed(4)
             .says("sign-in declined");
     };
     login_is_never_consented_by_yes => |t: Target| {
-        t.call(&["tool", "login", "--yes"]).failed(1).says("sign-in cancelled");
+        t.call(&["tool", "login", "--yes"]).failed(4).says("sign-in cancelled");
     };
     review_accepted => |t: Target| {
         t.call_with(
@@ -124,7 +125,7 @@ both! {
     };
     review_declined => |t: Target| {
         t.call_with(r#"{"review_focus": {"action": "decline"}}"#, &["prompt", "review", "target=main.rs"])
-            .failed(1)
+            .failed(4)
             .says("-31001");
     };
     secret_revealed => |t: Target| {
@@ -137,7 +138,7 @@ both! {
     };
     secret_declined => |t: Target| {
         t.call_with(r#"{"reveal_secret": {"action": "decline"}}"#, &["read", "config://secret"])
-            .failed(1)
+            .failed(4)
             .says("-31001");
     };
     json_output_has_rounds => |t: Target| {
@@ -163,7 +164,7 @@ both! {
             r#"{"deployment_approval": {"action": "accept", "content": {"approved": "yes"}}}"#,
             &["tool", "deploy", "environment=staging"],
         )
-        .failed(1)
+        .failed(2)
         .says("wrong type");
     };
     usage_errors => |t: Target| {

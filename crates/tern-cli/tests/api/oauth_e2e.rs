@@ -229,7 +229,7 @@ fn login_call_refresh_and_step_up_through_a_real_authorization_server() {
         "text=x",
     ])
     .env("TOK", refreshed[&rs.url]["access_token"].as_str().unwrap());
-    run(cmd).failed(1).says("401");
+    run(cmd).failed(3).says("401");
 
     // deploy needs deploy:write: 403, and the call steps up in the terminal.
     let mut p = pty(

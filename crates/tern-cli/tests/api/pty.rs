@@ -59,12 +59,7 @@ fn a_person_approves_a_deploy_and_declines_a_redemption() {
     p.exp_string("deployed to staging with 1 workspace root(s)")
         .unwrap();
     p.exp_eof().unwrap();
-    let status = p.process_mut().wait().unwrap();
-    let status = format!("{status:?}");
-    assert!(
-        status.starts_with("Exited(") && status.ends_with(", 0)"),
-        "{status}"
-    );
+    assert_exit(&mut p, 0);
 
     let mut p = spawn(&server, &["tool", "redeem", "code=GIFT-1"]);
     p.exp_string("Redeem code GIFT-1?").unwrap();
@@ -73,10 +68,55 @@ fn a_person_approves_a_deploy_and_declines_a_redemption() {
     press(&mut p, ENTER);
     p.exp_string("redemption declined").unwrap();
     p.exp_eof().unwrap();
+    // Declined by the person: exit status 4.
+    assert_exit(&mut p, 4);
+}
+
+fn assert_exit(p: &mut PtySession, code: i32) {
     let status = p.process_mut().wait().unwrap();
     let status = format!("{status:?}");
     assert!(
-        status.starts_with("Exited(") && status.ends_with(", 1)"),
+        status.starts_with("Exited(") && status.ends_with(&format!(", {code})")),
         "{status}"
     );
+}
+
+#[test]
+fn one_ctrl_c_at_a_form_cancels_the_whole_call() {
+    let server = Server::start();
+    let mut p = spawn(&server, &["tool", "deploy", "environment=staging"]);
+    p.exp_string("Approve deployment to staging?").unwrap();
+    press(&mut p, ENTER); // Answer the form
+    p.exp_string("Approve this deployment").unwrap();
+    press(&mut p, "\x03");
+    // No further question (the roots are not asked), exit status 130.
+    p.exp_string("tern: cancelled").unwrap();
+    let rest = p.exp_eof().unwrap();
+    assert!(!rest.contains("Share these roots"), "{rest}");
+    assert_exit(&mut p, 130);
+}
+
+#[test]
+fn esc_at_a_form_answers_cancel() {
+    let server = Server::start();
+    let mut p = spawn(&server, &["tool", "deploy", "environment=staging"]);
+    p.exp_string("Approve deployment to staging?").unwrap();
+    press(&mut p, "\x1b");
+    // The elicitation's cancel outcome goes to the server, which ends the
+    // deploy; the person cancelled it: exit status 4.
+    p.exp_string("deployment to staging was cancelled").unwrap();
+    p.exp_eof().unwrap();
+    assert_exit(&mut p, 4);
+}
+
+#[test]
+fn a_missing_required_argument_is_asked_for() {
+    let server = Server::start();
+    let mut p = spawn(&server, &["tool", "echo"]);
+    p.exp_string("text (string, required):").unwrap();
+    press(&mut p, "typed in");
+    press(&mut p, ENTER);
+    p.exp_string("typed in").unwrap();
+    p.exp_eof().unwrap();
+    assert_exit(&mut p, 0);
 }
