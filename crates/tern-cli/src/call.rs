@@ -499,6 +499,9 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
     if let Err(e) = target::settle(&mut args.target, Some(&mut args.what)) {
         return Ok(usage(&e));
     }
+    if let Err(e) = crate::servers::resolve(&mut args.target) {
+        return Ok(usage(&e));
+    }
     let what = match parse_what(&args.what) {
         Ok(w) => w,
         Err(e) => return Ok(usage(&e)),

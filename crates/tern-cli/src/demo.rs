@@ -114,6 +114,9 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
     let target = TargetArgs {
         url: Some(url),
         cmd: None,
+        config: None,
+        spawn: None,
+        name: None,
         era: crate::EraArg::Auto,
         auth: crate::AuthArgs::default(),
     };

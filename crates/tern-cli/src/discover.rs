@@ -22,6 +22,9 @@ pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
     if let Err(e) = target::settle(&mut args.target, None) {
         return Ok(usage(&e));
     }
+    if let Err(e) = crate::servers::resolve(&mut args.target) {
+        return Ok(usage(&e));
+    }
     runtime()?.block_on(async move {
         // Discovery asks nothing of the person: declare nothing (META-A1).
         let conn = match target::connect(&args.target, NoInput).await {
@@ -48,13 +51,25 @@ pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
     })
 }
 
-/// Every page of a list method, bounded by [`MAX_PAGES`].
+/// Whether an error is the server saying it has no such method.
+fn not_found(e: &Error) -> bool {
+    e.remote_error()
+        .is_some_and(|o| o.code == tern::types::ErrorCode::METHOD_NOT_FOUND)
+}
+
+/// Every page of a list method, bounded by [`MAX_PAGES`]. Without
+/// `server/discover` (`$guess`), a list the server does not answer is
+/// empty.
 macro_rules! all_pages {
-    ($client:expr, $method:ident, $field:ident) => {{
+    ($client:expr, $method:ident, $field:ident, $guess:expr) => {{
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page = $client.$method(cursor.as_deref()).await?;
+            let page = match $client.$method(cursor.as_deref()).await {
+                Ok(p) => p,
+                Err(e) if $guess && not_found(&e) => break,
+                Err(e) => return Err(e),
+            };
             items.extend(page.$field);
             match page.next_cursor {
                 Some(c) => cursor = Some(c.to_string()),
@@ -67,23 +82,38 @@ macro_rules! all_pages {
 
 /// Fetches and prints everything the server offers.
 async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
-    let d = client.discover().await?;
+    let (d, guess) = match client.discover().await {
+        Ok(d) => (d, false),
+        // No server/discover: ask every list method, and show what answers.
+        Err(e) if not_found(&e) => {
+            eprintln!(
+                "{}",
+                dim("tern: the server has no server/discover; asking its list methods instead")
+            );
+            let mut d = tern::types::DiscoverResult::default();
+            d.capabilities.tools = Some(Default::default());
+            d.capabilities.prompts = Some(Default::default());
+            d.capabilities.resources = Some(Default::default());
+            (d, true)
+        }
+        Err(e) => return Err(e),
+    };
     let caps = &d.capabilities;
     let tools: Vec<Tool> = if caps.tools.is_some() {
-        all_pages!(client, list_tools, tools)
+        all_pages!(client, list_tools, tools, guess)
     } else {
         Vec::new()
     };
     let prompts: Vec<Prompt> = if caps.prompts.is_some() {
-        all_pages!(client, list_prompts, prompts)
+        all_pages!(client, list_prompts, prompts, guess)
     } else {
         Vec::new()
     };
     let (resources, templates): (Vec<Resource>, Vec<ResourceTemplate>) = if caps.resources.is_some()
     {
         (
-            all_pages!(client, list_resources, resources),
-            all_pages!(client, list_resource_templates, resource_templates),
+            all_pages!(client, list_resources, resources, guess),
+            all_pages!(client, list_resource_templates, resource_templates, guess),
         )
     } else {
         (Vec::new(), Vec::new())

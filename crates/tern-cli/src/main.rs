@@ -25,6 +25,7 @@ mod form;
 mod keys;
 mod provider;
 mod serve;
+mod servers;
 mod signin;
 mod target;
 mod ui;
@@ -58,6 +59,13 @@ enum Command {
     Logout {
         /// The server's Streamable HTTP URL.
         url: String,
+    },
+    /// List the named servers of the config file ("mcpServers").
+    Servers {
+        /// The file to read (default: tern/config.json in the platform
+        /// config directory).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Print a shell completion script, e.g. `tern completions bash >
     /// ~/.local/share/bash-completion/completions/tern`.
@@ -181,9 +189,20 @@ pub(crate) enum LogFormat {
 /// Where a client connects: a URL, or a command to spawn over stdio.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct TargetArgs {
-    /// The server's Streamable HTTP URL.
-    #[arg(value_name = "URL", required_unless_present = "cmd")]
+    /// The server's Streamable HTTP URL, or the name of a server in the
+    /// config file's "mcpServers" (see `tern servers`).
+    #[arg(value_name = "URL|NAME", required_unless_present = "cmd")]
     pub(crate) url: Option<String>,
+    /// The file named servers are read from: any file with "mcpServers"
+    /// (default: tern/config.json in the platform config directory).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// A named server's command, arguments and environment.
+    #[arg(skip)]
+    pub(crate) spawn: Option<servers::Spawn>,
+    /// The server's name, when it was given by name.
+    #[arg(skip)]
+    pub(crate) name: Option<String>,
     /// A command that starts a stdio server, e.g. 'tern serve --stdio'.
     // With --cmd the first word after it is not a URL: the commands shift it
     // back into WHAT, so clap must not reject the pair (target.rs).
@@ -362,6 +381,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Login(a) => signin::login(a),
         Command::Logout { url } => signin::logout(&url),
+        Command::Servers { config } => servers::list(config.as_deref()),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(shell, &mut Cli::command(), "tern", &mut std::io::stdout());

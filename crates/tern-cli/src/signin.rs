@@ -246,6 +246,9 @@ pub(crate) struct Config {
     /// Per endpoint URL, as given to `tern call`.
     #[serde(default)]
     servers: BTreeMap<String, ServerConfig>,
+    /// Named servers, read by `servers.rs`.
+    #[serde(default, rename = "mcpServers")]
+    _mcp_servers: Option<serde_json::Value>,
 }
 
 /// One server's entry in [`Config`].
@@ -267,7 +270,7 @@ pub(crate) struct ServerConfig {
 impl Config {
     /// The config file: `$TERN_CONFIG`, else `tern/config.json` under
     /// `$XDG_CONFIG_HOME` or `~/.config`.
-    fn path() -> Option<PathBuf> {
+    pub(crate) fn path() -> Option<PathBuf> {
         if let Some(p) = std::env::var_os("TERN_CONFIG").filter(|p| !p.is_empty()) {
             return Some(PathBuf::from(p));
         }

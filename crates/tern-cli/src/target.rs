@@ -135,34 +135,55 @@ pub(crate) async fn connect(
     provider: impl InputProvider,
 ) -> Result<Connected, String> {
     let info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
-    if let Some(cmd) = &target.cmd {
-        let words = split_command(cmd)?;
-        let (program, args) = words
-            .split_first()
-            .ok_or("--cmd is empty: give the command that starts the server")?;
+    let spawn = match (&target.spawn, &target.cmd) {
+        (Some(s), _) => Some((
+            s.program.clone(),
+            s.args.clone(),
+            s.env.clone(),
+            format!("{} {}", s.program, s.args.join(" ")),
+        )),
+        (None, Some(cmd)) => {
+            let words = split_command(cmd)?;
+            let (program, args) = words
+                .split_first()
+                .ok_or("--cmd is empty: give the command that starts the server")?;
+            Some((program.clone(), args.to_vec(), Vec::new(), cmd.clone()))
+        }
+        (None, None) => None,
+    };
+    if let Some((program, args, env, cmd)) = spawn {
+        let program = &program;
         crate::exit::find_program(program)?;
         let mut command = tokio::process::Command::new(program);
-        command.args(args);
+        command.args(&args).envs(env);
         let transport = Arc::new(
             StdioTransport::spawn(command).map_err(|e| format!("cannot start {program:?}: {e}"))?,
         );
         let key = format!("cmd:{cmd}");
-        let builder = match target.era {
-            EraArg::Modern => Client::builder(transport.clone()).era(EraPolicy::Auto),
-            _ => with_era(Client::builder(transport.clone()), target, &key),
-        };
-        let client = builder.info(info).provider(provider).build();
-        if target.era == EraArg::Modern && client.connect().await.ok() == Some(Era::Legacy) {
-            let _ = client.close().await;
-            let _ = transport.shutdown().await;
-            return Err(format!(
-                "{program} speaks 2025-11-25 only, and --era modern refuses it (use --era auto)"
-            ));
+        if target.era == EraArg::Modern {
+            // Probed all the same, so a 2025-11-25 server fails cleanly; a
+            // server that answers neither probe is then spoken to in
+            // 2026-07-28, as asked.
+            let probe = Client::builder(transport.clone())
+                .era(EraPolicy::Auto)
+                .info(info.clone())
+                .build();
+            if probe.connect().await.ok() == Some(Era::Legacy) {
+                let _ = probe.close().await;
+                let _ = transport.shutdown().await;
+                return Err(format!(
+                    "{program} speaks 2025-11-25 only, and --era modern refuses it (use --era auto)"
+                ));
+            }
         }
+        let client = with_era(Client::builder(transport.clone()), target, &key)
+            .info(info)
+            .provider(provider)
+            .build();
         return Ok(Connected {
             client,
             stdio: Some(transport),
-            label: program.clone(),
+            label: target.name.clone().unwrap_or_else(|| program.clone()),
             cache_key: (target.era == EraArg::Auto).then_some(key),
         });
     }

@@ -203,3 +203,72 @@ fn timeout_and_completions() {
     }
     tern(&["completions", "tcsh"]).failed(2);
 }
+
+#[test]
+fn named_servers_come_from_an_mcp_servers_file() {
+    let http = Server::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("hosts.json");
+    // A host's own file: other keys are ignored, only mcpServers is read.
+    let doc = serde_json::json!({
+        "globalShortcut": "Ctrl+Space",
+        "mcpServers": {
+            "local": {"command": tern_bin(), "args": ["serve", "--stdio"], "env": {"TERN_STATE_TTL_SECS": "60"}},
+            "remote": {"url": http.url, "headers": {"X-Team": "infra"}}
+        }
+    });
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let f = file.display().to_string();
+    tern(&["servers", "--config", &f])
+        .ok()
+        .says(&format!("servers in {f}:"))
+        .says(&format!(
+            "local  stdio: {} serve --stdio  (env TERN_STATE_TTL_SECS)",
+            tern_bin()
+        ))
+        .says(&format!("remote  http: {}", http.url));
+    for name in ["local", "remote"] {
+        tern(&["call", name, "tool", "echo", "text=by name", "--config", &f])
+            .ok()
+            .says("by name");
+    }
+    tern(&["discover", "remote", "--config", &f])
+        .ok()
+        .says("echo");
+    tern(&["call", "elsewhere", "tool", "echo", "--config", &f])
+        .failed(2)
+        .says("\"elsewhere\" is neither a URL nor a server named in")
+        .says("(it names: local, remote)");
+    std::fs::write(&file, r#"{"mcpServers": {"bad": {"cmd": "x"}}}"#).unwrap();
+    tern(&["servers", "--config", &f])
+        .failed(1)
+        .says("the server \"bad\" needs \"command\"");
+}
+
+/// A 2026-07-28 stdio server without `server/discover`: it answers
+/// `tools/list` and nothing else.
+const NO_DISCOVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "tools/list":
+        r = {"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "complete", "tools": [
+            {"name": "only_tool", "inputSchema": {"type": "object"}}]}}
+    else:
+        r = {"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}}
+    print(json.dumps(r), flush=True)
+"#;
+
+#[test]
+fn discover_falls_back_to_the_list_methods() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let script = dir.path().join("server.py");
+    std::fs::write(&script, NO_DISCOVER).unwrap();
+    let cmd = format!("python3 {}", script.display());
+    tern(&["discover", "--cmd", &cmd, "--era", "modern"])
+        .ok()
+        .says("the server has no server/discover; asking its list methods instead")
+        .says("only_tool");
+}
