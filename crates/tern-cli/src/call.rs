@@ -146,10 +146,47 @@ impl Reporter {
         })
     }
 
-    /// Call options that report every round here.
+    /// Call options that report every round here, and show the call's
+    /// progress and log notifications on stderr.
     pub(crate) fn options(self: &Arc<Self>) -> CallOptions {
         let me = Arc::clone(self);
-        CallOptions::new().observe(move |e| me.on(e))
+        let shown = Arc::clone(self);
+        CallOptions::new()
+            .observe(move |e| me.on(e))
+            .on_notification(move |n| shown.notified(n))
+            .log_level("info")
+    }
+
+    /// A progress notification as a bar, a log message as a dim line.
+    fn notified(&self, n: &tern::types::Notification) {
+        let Some(p) = n.params.as_ref() else { return };
+        let mut w = self.watch();
+        match n.method.as_str() {
+            "notifications/progress" => {
+                // The spinner would draw over the bar.
+                w.spinner = None;
+                let done = p.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
+                let total = p.get("total").and_then(Value::as_f64);
+                let message = p.get("message").and_then(Value::as_str).unwrap_or("");
+                eprintln!("{}", ui::progress_bar(done, total, message));
+            }
+            "notifications/message" => {
+                w.spinner = None;
+                let level = p.get("level").and_then(Value::as_str).unwrap_or("info");
+                let data = match p.get("data") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                let logger = p
+                    .get("logger")
+                    .and_then(Value::as_str)
+                    .map(|l| format!("{l}: "))
+                    .unwrap_or_default();
+                eprintln!("{}", dim(&format!("[{level}] {logger}{data}")));
+            }
+            _ => {}
+        }
     }
 
     fn watch(&self) -> std::sync::MutexGuard<'_, Watch> {
@@ -341,6 +378,62 @@ where
     F: FnOnce(CallOptions) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
+    let r = call(rep.options()).await;
+    rep.stop();
+    r
+}
+
+/// Whether the server asked to start the flow over (`data.restart`: the
+/// state expired, or was already used).
+fn restart_asked(e: &Error) -> bool {
+    e.remote_error()
+        .and_then(|o| o.data.as_ref())
+        .and_then(|d| d.get("restart"))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// [`drive`], starting the whole call over once when the server says its
+/// state can no longer be resumed: at once with `--restart`, after asking
+/// in a terminal, otherwise not (the error says how).
+async fn drive_restarting<T, F, Fut>(
+    rep: &Arc<Reporter>,
+    auto: bool,
+    mut call: F,
+) -> Result<T, Error>
+where
+    F: FnMut(CallOptions) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let first = call(rep.options()).await;
+    rep.stop();
+    let e = match first {
+        Err(e) if restart_asked(&e) => e,
+        other => return other,
+    };
+    eprintln!(
+        "tern: the server can no longer resume this call ({}); your answers were not used",
+        exit::explain(&e, None)
+    );
+    let again = if auto {
+        true
+    } else if provider::stdin_is_terminal() {
+        tokio::task::spawn_blocking(|| {
+            inquire::Confirm::new("Start the call over?")
+                .with_default(true)
+                .prompt()
+                .unwrap_or(false)
+        })
+        .await
+        .unwrap_or(false)
+    } else {
+        eprintln!("tern: pass --restart to start over by itself");
+        false
+    };
+    if !again {
+        return Err(e);
+    }
+    eprintln!("tern: starting over");
     let r = call(rep.options()).await;
     rep.stop();
     r
@@ -612,6 +705,7 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
     }
     let out = Out {
         json: args.json,
+        restart: args.restart,
         url: args.target.url.clone(),
     };
     let code = match operate(&conn, what, args.args.as_deref(), &out, &rep_for, &provider).await {
@@ -671,8 +765,9 @@ async fn operate(
             let what = format!("tools/call {name}");
             let arguments = tool_arguments(client, &name, &what, [extra, pairs].concat()).await?;
             let rep = rep_for(&what);
-            let r: Result<CallToolResult, Error> = drive(&rep, |opts| async move {
-                client.call_tool_with(&name, arguments, &opts).await
+            let r: Result<CallToolResult, Error> = drive_restarting(&rep, out.restart, |opts| {
+                let (name, arguments) = (&name, arguments.clone());
+                async move { client.call_tool_with(name, arguments, &opts).await }
             })
             .await;
             finish(r, out, &rep, provider, |r| (ui::tool_text(r), r.is_error()))
@@ -685,18 +780,21 @@ async fn operate(
             let arguments = check_prompt_args(&name, &declared, [extra, pairs].concat())?;
             let arguments = (!arguments.is_empty()).then_some(arguments);
             let rep = rep_for(&what);
-            let r: Result<GetPromptResult, Error> = drive(&rep, |opts| async move {
-                client.get_prompt_with(&name, arguments, &opts).await
+            let r: Result<GetPromptResult, Error> = drive_restarting(&rep, out.restart, |opts| {
+                let (name, arguments) = (&name, arguments.clone());
+                async move { client.get_prompt_with(name, arguments, &opts).await }
             })
             .await;
             finish(r, out, &rep, provider, |r| (ui::prompt_text(r), false))
         }
         What::Read(uri) => {
             let rep = rep_for(&format!("resources/read {uri}"));
-            let r: Result<ReadResourceResult, Error> = drive(&rep, |opts| async move {
-                client.read_resource_with(&uri, &opts).await
-            })
-            .await;
+            let r: Result<ReadResourceResult, Error> =
+                drive_restarting(&rep, out.restart, |opts| {
+                    let uri = &uri;
+                    async move { client.read_resource_with(uri, &opts).await }
+                })
+                .await;
             finish(r, out, &rep, provider, |r| (ui::resource_text(r), false))
         }
     })
@@ -844,6 +942,8 @@ async fn tool_schema(client: &Client, name: &str) -> Result<Map<String, Value>, 
 struct Out {
     /// `--json`.
     json: bool,
+    /// `--restart`.
+    restart: bool,
     /// The server's URL, to name in transport errors.
     url: Option<String>,
 }

@@ -293,6 +293,10 @@ pub(crate) struct CallArgs {
     /// after WHAT add to it and win.
     #[arg(long = "args", value_name = "JSON")]
     pub(crate) args: Option<String>,
+    /// When the server can no longer resume the call (its state expired or
+    /// was used), start it over once without asking.
+    #[arg(long)]
+    pub(crate) restart: bool,
     /// Give up when the whole call (every round) takes longer than this
     /// (exit status 3).
     #[arg(long, value_name = "SECS")]

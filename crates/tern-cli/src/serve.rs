@@ -226,7 +226,9 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
-    init_logging(args.log_format);
+    // Over stdio, stderr is often the terminal of whoever spawned the
+    // server: requests are logged only when RUST_LOG asks.
+    init_logging(args.log_format, if args.stdio { "warn" } else { "info" });
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
     if let Some(n) = args.threads {
@@ -264,13 +266,13 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn init_logging(format: LogFormat) {
-    // TERN_LOG, else RUST_LOG, else info: a line per request and every
-    // refused state with its reason.
+fn init_logging(format: LogFormat, default: &str) {
+    // TERN_LOG, else RUST_LOG, else `default` (info: a line per request
+    // and every refused state with its reason).
     let filter = ["TERN_LOG", "RUST_LOG"]
         .iter()
         .find_map(|v| tracing_subscriber::EnvFilter::try_from_env(v).ok())
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
     // Logs go to stderr only: stdout carries the protocol under --stdio.
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -187,3 +187,43 @@ pub(crate) fn server_name(info: Option<&Value>) -> Option<String> {
         None => format!("{name} {version}").trim().to_owned(),
     })
 }
+
+/// One progress line: a 20-cell bar and the percentage when the total is
+/// known, the count otherwise, then the server's message.
+pub(crate) fn progress_bar(done: f64, total: Option<f64>, message: &str) -> String {
+    const CELLS: usize = 20;
+    match total.filter(|t| *t > 0.0) {
+        Some(t) => {
+            let frac = (done / t).clamp(0.0, 1.0);
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a fraction of 20 cells"
+            )]
+            let full = (frac * CELLS as f64).round() as usize;
+            format!(
+                "[{}{}] {:>3.0}% {message}",
+                "#".repeat(full),
+                " ".repeat(CELLS - full),
+                frac * 100.0
+            )
+        }
+        None => format!("[{done}] {message}"),
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    #[test]
+    fn bars_fill_with_the_fraction() {
+        assert_eq!(
+            super::progress_bar(5.0, Some(10.0), "half"),
+            "[##########          ]  50% half"
+        );
+        assert_eq!(super::progress_bar(3.0, None, "three"), "[3] three");
+        assert_eq!(
+            super::progress_bar(12.0, Some(10.0), ""),
+            "[####################] 100% "
+        );
+    }
+}

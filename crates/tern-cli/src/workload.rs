@@ -12,8 +12,8 @@ use axum::response::Html;
 use axum::routing::get;
 use serde::Deserialize;
 use tern::server::{
-    Args, Ask, ElicitForm, Elicited, Error, Flow, Need, PromptDef, PromptResult, ResourceDef,
-    ResourceResult, RouteLimits, ServerBuilder, SingleUse, State, ToolDef, ToolResult,
+    Args, Ask, ElicitForm, Elicited, Error, Flow, Log, Need, Progress, PromptDef, PromptResult,
+    ResourceDef, ResourceResult, RouteLimits, ServerBuilder, SingleUse, State, ToolDef, ToolResult,
 };
 
 /// The application code for "the person declined" (outside the reserved
@@ -80,6 +80,30 @@ struct EchoArgs {
 
 async fn echo(Args(a): Args<EchoArgs>) -> ToolResult {
     ToolResult::text(a.text)
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct CountArgs {
+    /// How far to count (at most 100).
+    to: u32,
+}
+
+/// Counts to `to`, a step every 20 ms, with progress and a log line per
+/// step: what a long-running tool shows its caller.
+async fn count(Args(a): Args<CountArgs>, progress: Progress, log: Log) -> ToolResult {
+    let to = a.to.min(100);
+    for i in 1..=to {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        progress
+            .notify(
+                f64::from(i),
+                Some(f64::from(to)),
+                Some(&format!("step {i}")),
+            )
+            .await;
+        log.info(serde_json::json!(format!("counted {i}"))).await;
+    }
+    ToolResult::text(format!("counted to {to}"))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -234,6 +258,7 @@ pub(crate) fn server(builder: ServerBuilder, logins: Arc<Logins>) -> ServerBuild
         .instructions("The Tern reference workload: each tool asks the client for a different kind of input.")
         .state(logins)
         .tool("echo", "Returns the text it is given", echo)
+        .tool("count", "Counts to a number, reporting progress and logging each step", count)
         .tool("deploy", "Deploys to an environment after a person approves; reads the workspace roots if offered", deploy)
         .tool("ask_model", "Asks the client's model a question", ask_model)
         .tool_def(ToolDef::new("redeem", "Redeems a one-time code after confirmation; a code redeems at most once", redeem).single_use())

@@ -272,3 +272,85 @@ fn discover_falls_back_to_the_list_methods() {
         .says("the server has no server/discover; asking its list methods instead")
         .says("only_tool");
 }
+
+#[test]
+fn progress_and_logs_are_shown_in_both_eras() {
+    let t = Target::http();
+    t.call(&["tool", "count", "to=2"])
+        .ok()
+        .says("[##########          ]  50% step 1")
+        .says("[####################] 100% step 2")
+        .says("[info] counted 2")
+        .says("counted to 2");
+    Target::stdio()
+        .call(&["tool", "count", "to=2"])
+        .ok()
+        .says("[####################] 100% step 2")
+        .says("[info] counted 2");
+    t.call(&["tool", "count", "to=2", "--era", "legacy"])
+        .ok()
+        .says("[####################] 100% step 2")
+        .says("counted to 2");
+}
+
+/// A 2026-07-28 stdio server whose first flow's state "expires": the retry
+/// is refused with `data.restart`, and a fresh flow completes.
+const FLAKY: &str = r#"
+import json, sys
+refused = False
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m["method"], m.get("params", {})
+    if method == "tools/list":
+        r = {"resultType": "complete", "tools": [{"name": "flaky", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call" and "requestState" not in p:
+        r = {"resultType": "input_required", "requestState": "s1", "inputRequests": {"ok": {
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Go on?", "requestedSchema": {"type": "object", "properties": {}}}}}}
+    elif method == "tools/call" and not refused:
+        refused = True
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32602,
+            "message": "invalid or expired requestState", "data": {"restart": True}}}), flush=True)
+        continue
+    elif method == "tools/call":
+        r = {"resultType": "complete", "content": [{"type": "text", "text": "done after restart"}]}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+#[test]
+fn a_call_whose_state_expired_starts_over_with_restart() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let script = dir.path().join("flaky.py");
+    std::fs::write(&script, FLAKY).unwrap();
+    let answers = dir.path().join("answers.json");
+    std::fs::write(&answers, r#"{"ok": {"action": "accept", "content": {}}}"#).unwrap();
+    let cmd = format!("python3 {}", script.display());
+    let a = answers.display().to_string();
+    let base = [
+        "call",
+        "--cmd",
+        &cmd,
+        "--era",
+        "modern",
+        "tool",
+        "flaky",
+        "--answers",
+        &a,
+    ];
+    // Without a terminal or --restart: the error, and how to start over.
+    tern(&base)
+        .failed(1)
+        .says("the server can no longer resume this call (server error -32602: invalid or expired requestState); your answers were not used")
+        .says("pass --restart to start over by itself");
+    let mut with = base.to_vec();
+    with.push("--restart");
+    tern(&with)
+        .ok()
+        .says("tern: starting over")
+        .says("done after restart");
+}

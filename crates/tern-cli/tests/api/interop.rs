@@ -35,7 +35,7 @@ pub(super) fn expect_the_workload(seen: &Value) {
     assert_eq!(seen["server"]["name"], "tern", "{seen}");
     assert_eq!(
         seen["tools"],
-        json!(["ask_model", "deploy", "echo", "login", "redeem"])
+        json!(["ask_model", "count", "deploy", "echo", "login", "redeem"])
     );
     assert_eq!(seen["echo"], "hello");
     assert_eq!(
