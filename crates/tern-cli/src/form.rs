@@ -69,6 +69,31 @@ pub(crate) fn ask_form(
         eprintln!("{} {}", bold("│"), line);
     }
     let schema = &params.requested_schema;
+    // A form of one yes/no field is answered in one step.
+    if let [(name, field @ Field::Boolean(_))] = schema.properties.iter().collect::<Vec<_>>()[..] {
+        let label = label(name, field);
+        let yes = format!("Yes: {label}");
+        let no = format!("No: {label}");
+        let choice = Select::new(
+            "Your choice:",
+            vec![yes.as_str(), no.as_str(), "Decline", "Cancel"],
+        )
+        .with_help_message("↑↓ to move, Enter to choose, Esc to cancel")
+        .prompt();
+        let answer = |v: bool| ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(Values::from([(name.clone(), ElicitValue::Bool(v))])),
+        };
+        return match choice {
+            Ok(c) if c == yes => Ok(answer(true)),
+            Ok(c) if c == no => Ok(answer(false)),
+            Ok("Decline") => Ok(ElicitResult::new(ElicitAction::Decline)),
+            Ok(_) | Err(InquireError::OperationCanceled) => {
+                Ok(ElicitResult::new(ElicitAction::Cancel))
+            }
+            Err(e) => Err(e.into()),
+        };
+    }
     let first = Select::new("Your choice:", vec!["Answer the form", "Decline", "Cancel"])
         .with_help_message("↑↓ to move, Enter to choose, Esc to cancel")
         .prompt();
@@ -647,7 +672,8 @@ pub(crate) fn yes_content(schema: &ElicitationSchema) -> Result<Values, String> 
 
 /// A yes/no question with no default: the person must type the answer.
 pub(crate) fn confirm(question: &str, default: Option<bool>) -> Result<bool, Stop> {
-    let mut c = Confirm::new(question);
+    // The hint shows from the first question on, default or not.
+    let mut c = Confirm::new(question).with_placeholder("y/n");
     if let Some(d) = default {
         c = c.with_default(d);
     }

@@ -263,6 +263,9 @@ struct Inner {
     /// The round in which the person declined or cancelled a form or a
     /// link: the roots of that round are not asked for.
     declined_round: Mutex<Option<u32>>,
+    /// The keys of links the person said they had finished, so that a
+    /// server asking again is explained.
+    urls_done: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl TerminalProvider {
@@ -275,6 +278,7 @@ impl TerminalProvider {
                 no_terminal: AtomicBool::new(false),
                 interrupted: AtomicBool::new(false),
                 declined_round: Mutex::new(None),
+                urls_done: Mutex::default(),
             }),
         }
     }
@@ -474,10 +478,28 @@ impl InputProvider for TerminalProvider {
                 return Err(self.no_terminal(&cx.key));
             }
             let key = cx.key.clone();
-            self.elicit_dialog(cx.round, move || {
-                url::ask_url(&server, &key, &params.message, &params.url)
-            })
-            .await
+            let again = self
+                .inner
+                .urls_done
+                .lock()
+                .is_ok_and(|done| done.contains(&key));
+            let answer = self
+                .elicit_dialog(cx.round, move || {
+                    if again {
+                        eprintln!(
+                            "{}",
+                            warn("The server asks again: it has not seen this step finished yet (finish it in the browser, then choose Done).")
+                        );
+                    }
+                    url::ask_url(&server, &key, &params.message, &params.url)
+                })
+                .await;
+            if let (Ok(a), Ok(mut done)) = (&answer, self.inner.urls_done.lock())
+                && a.action == ElicitAction::Accept
+            {
+                done.insert(cx.key.clone());
+            }
+            answer
         })
     }
 

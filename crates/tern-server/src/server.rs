@@ -544,6 +544,8 @@ pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
         prompt = tracing::field::Empty,
         uri = tracing::field::Empty,
         round = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+        parent_id = tracing::field::Empty,
     );
     if span.is_disabled() {
         return span;
@@ -551,6 +553,17 @@ pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
     let Some(p) = req.params.as_ref() else {
         return span;
     };
+    // The caller's W3C trace context (META-3), so a log line joins its
+    // trace; recorded only when well formed.
+    if let Some((trace, parent)) = p
+        .get("_meta")
+        .and_then(|m| m.get(tern_types::meta_keys::TRACEPARENT))
+        .and_then(Value::as_str)
+        .and_then(trace_context)
+    {
+        span.record("trace_id", trace);
+        span.record("parent_id", parent);
+    }
     let (field, key) = match req.method.as_str() {
         "tools/call" => ("tool", "name"),
         "prompts/get" => ("prompt", "name"),
@@ -561,4 +574,47 @@ pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
         span.record(field, v);
     }
     span
+}
+
+/// The trace id and parent id of a `traceparent` value
+/// (`00-<32 hex>-<16 hex>-<2 hex>`), or `None` if it is not one.
+fn trace_context(v: &str) -> Option<(&str, &str)> {
+    let parts: Vec<&str> = v.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    match parts[..] {
+        [version, trace, parent, flags]
+            if hex(version, 2)
+                && version != "ff"
+                && hex(trace, 32)
+                && hex(parent, 16)
+                && hex(flags, 2)
+                && trace.bytes().any(|b| b != b'0')
+                && parent.bytes().any(|b| b != b'0') =>
+        {
+            Some((trace, parent))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod trace_tests {
+    #[test]
+    fn only_well_formed_trace_contexts_are_taken() {
+        let ok = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            super::trace_context(ok),
+            Some(("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"))
+        );
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473\u{e9}-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nINFO forged",
+        ] {
+            assert_eq!(super::trace_context(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -378,9 +378,18 @@ fn requests_and_refused_states_are_logged_and_counted() {
 #[test]
 fn json_logs_are_one_object_per_line() {
     let s = Logged::start(&["--log-format", "json"], TempDir::new().unwrap());
-    let r = call(&s.url, "echo", json!({"text": "hi"}), json!({}));
+    let traced = json!({"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "operator-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    }});
+    let r = call(&s.url, "echo", json!({"text": "hi"}), traced);
     assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
     let line: Value = serde_json::from_str(&s.wait_for("\"message\":\"request\"")).unwrap();
+    // The caller's trace continues in the request's span.
+    assert_eq!(line["span"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(line["span"]["parent_id"], "00f067aa0ba902b7");
     assert_eq!(line["level"], "INFO");
     assert_eq!(line["fields"]["outcome"], "complete");
     assert_eq!(line["span"]["name"], "request");

@@ -42,15 +42,11 @@ fn a_person_approves_a_deploy_and_declines_a_redemption() {
     // ELIC-C9: who asks, what, and explicit answer/decline/cancel choices.
     p.exp_string("asks: a form").unwrap();
     p.exp_string("Approve deployment to staging?").unwrap();
+    // A form of one yes/no field is answered in one step.
+    p.exp_string("Yes: Approve this deployment").unwrap();
+    p.exp_string("No: Approve this deployment").unwrap();
     p.exp_string("Decline").unwrap();
     p.exp_string("Cancel").unwrap();
-    press(&mut p, ENTER); // Answer the form
-    p.exp_string("Approve this deployment").unwrap();
-    press(&mut p, "y");
-    press(&mut p, ENTER);
-    // The review screen before anything is sent.
-    p.exp_string("Review your answer").unwrap();
-    p.exp_string("Submit (accept)").unwrap();
     press(&mut p, ENTER);
     // ROOT-C2: the roots are shown and shared only with consent.
     p.exp_string("Share these roots?").unwrap();
@@ -64,7 +60,9 @@ fn a_person_approves_a_deploy_and_declines_a_redemption() {
     let mut p = spawn(&server, &["tool", "redeem", "code=GIFT-1"]);
     p.exp_string("Redeem code GIFT-1?").unwrap();
     p.exp_string("Cancel").unwrap();
-    press(&mut p, DOWN); // Decline
+    // Yes, No, then Decline.
+    press(&mut p, DOWN);
+    press(&mut p, DOWN);
     press(&mut p, ENTER);
     p.exp_string("redemption declined").unwrap();
     p.exp_eof().unwrap();
@@ -85,9 +83,7 @@ fn assert_exit(p: &mut PtySession, code: i32) {
 fn one_ctrl_c_at_a_form_cancels_the_whole_call() {
     let server = Server::start();
     let mut p = spawn(&server, &["tool", "deploy", "environment=staging"]);
-    p.exp_string("Approve deployment to staging?").unwrap();
-    press(&mut p, ENTER); // Answer the form
-    p.exp_string("Approve this deployment").unwrap();
+    p.exp_string("Yes: Approve this deployment").unwrap();
     press(&mut p, "\x03");
     // No further question (the roots are not asked), exit status 130.
     p.exp_string("tern: cancelled").unwrap();
@@ -119,4 +115,22 @@ fn a_missing_required_argument_is_asked_for() {
     p.exp_string("typed in").unwrap();
     p.exp_eof().unwrap();
     assert_exit(&mut p, 0);
+}
+
+#[test]
+fn a_link_asked_again_says_why() {
+    let server = Server::start();
+    let mut p = spawn(&server, &["tool", "login"]);
+    p.exp_string("Open this page?").unwrap();
+    press(&mut p, ENTER); // Open it in my browser
+    p.exp_string("When you have finished in the browser:")
+        .unwrap();
+    press(&mut p, ENTER); // Done, though the sign-in was not finished
+    p.exp_string("The server asks again: it has not seen this step finished yet")
+        .unwrap();
+    p.exp_string("Open this page?").unwrap();
+    press(&mut p, "\x1b");
+    p.exp_string("sign-in cancelled").unwrap();
+    p.exp_eof().unwrap();
+    assert_exit(&mut p, 4);
 }
