@@ -23,6 +23,7 @@ mod discover;
 mod exit;
 mod form;
 mod keys;
+mod probe;
 mod provider;
 mod serve;
 mod servers;
@@ -60,6 +61,9 @@ enum Command {
         /// The server's Streamable HTTP URL.
         url: String,
     },
+    /// Check a server's multi round-trip security: replay one of its flows
+    /// with one thing wrong at a time and report what it refused.
+    Probe(ProbeArgs),
     /// List the named servers of the config file ("mcpServers").
     Servers {
         /// The file to read (default: tern/config.json in the platform
@@ -303,6 +307,43 @@ pub(crate) struct CallArgs {
     pub(crate) timeout: Option<u64>,
 }
 
+/// `tern probe`.
+#[derive(Debug, Args)]
+pub(crate) struct ProbeArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// The tool whose flow is probed (default: the first listed tool that
+    /// is not marked destructive, needs no argument and asks for input).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) tool: Option<String>,
+    /// The tool's arguments, `key=value` (JSON values are parsed).
+    #[arg(value_name = "KEY=VALUE", num_args = 0..)]
+    pub(crate) args: Vec<String>,
+    /// Answers by input key, as for `tern call --answers`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) answers: Option<PathBuf>,
+    /// The tool is single use: probe replays of its final state (never
+    /// done for any other tool).
+    #[arg(long, value_name = "TOOL")]
+    pub(crate) single_use: Option<String>,
+    /// The server's state lifetime: wait it out (plus 30 s of skew) and
+    /// check that an expired state is refused.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) state_ttl: Option<u64>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also write the results as a JUnit XML report.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    /// Probe this host although it is not this machine.
+    #[arg(long, value_name = "HOST")]
+    pub(crate) allow_remote: Option<String>,
+    /// The most requests the probe sends.
+    #[arg(long, value_name = "N", default_value_t = 600)]
+    pub(crate) max_requests: usize,
+}
+
 /// `tern discover`.
 #[derive(Debug, Args)]
 pub(crate) struct DiscoverArgs {
@@ -386,6 +427,7 @@ fn main() -> ExitCode {
         Command::Login(a) => signin::login(a),
         Command::Logout { url } => signin::logout(&url),
         Command::Servers { config } => servers::list(config.as_deref()),
+        Command::Probe(a) => probe::run(a),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(shell, &mut Cli::command(), "tern", &mut std::io::stdout());

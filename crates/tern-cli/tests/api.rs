@@ -15,5 +15,6 @@ mod api {
     mod legacy_server;
     mod oauth_e2e;
     mod operator;
+    mod probe;
     mod pty;
 }

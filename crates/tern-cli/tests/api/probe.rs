@@ -1,0 +1,188 @@
+//! `tern probe` against `tern serve` (every case passes) and against a
+//! deliberately careless server (exactly the matching cases fail).
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::common::{Run, Server, run, tern_bin};
+
+fn tern(args: &[&str]) -> Run {
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(args);
+    run(cmd)
+}
+
+/// `tern probe ... --json`: status by case.
+fn statuses(r: &Run) -> BTreeMap<String, String> {
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r:#?}"));
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                format!(
+                    "{}: {}",
+                    c["family"].as_str().unwrap(),
+                    c["case"].as_str().unwrap()
+                ),
+                c["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn tern_serve_passes_every_case() {
+    let s = Server::start();
+    let r = tern(&[
+        "probe",
+        &s.url,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--json",
+    ]);
+    r.ok();
+    let all = statuses(&r);
+    let failed: Vec<_> = all.iter().filter(|(_, st)| *st == "FAIL").collect();
+    assert!(failed.is_empty(), "{failed:?}\n{r:#?}");
+    for case in [
+        "baseline: flow completes",
+        "integrity: bit flip in the middle",
+        "integrity: forged",
+        "integrity: a number",
+        "bindings: other arguments",
+        "answers: deployment_approval: content against the schema",
+        "answers: deployment_approval: decline and cancel told apart",
+        "answers: workspace_roots: a root that is not a file URI",
+        "rounds: a round ceiling",
+        "gates: no capability declared",
+        "gates: Mcp-Name header unlike the body",
+        "liveness: the server still answers",
+    ] {
+        assert_eq!(
+            all.get(case).map(String::as_str),
+            Some("PASS"),
+            "{case}: {all:#?}"
+        );
+    }
+    // Replays only of a tool declared single use.
+    assert_eq!(all["replay: the final state replayed"], "SKIP");
+
+    // The single-use tool, over stdio: its final state never redeems twice.
+    let cmd = format!("'{}' serve --stdio", tern_bin());
+    let r = tern(&[
+        "probe",
+        "--cmd",
+        &cmd,
+        "--tool",
+        "redeem",
+        "code=PROBE-1",
+        "--single-use",
+        "redeem",
+        "--json",
+    ]);
+    r.ok();
+    let all = statuses(&r);
+    assert_eq!(all["replay: the final state replayed"], "PASS", "{all:#?}");
+    assert_eq!(
+        all["replay: two retries of one state at once"], "PASS",
+        "{all:#?}"
+    );
+    assert_eq!(all["gates: Mcp-Name header unlike the body"], "SKIP");
+}
+
+#[test]
+fn the_table_names_each_case_and_remote_hosts_need_consent() {
+    let s = Server::start();
+    let junit = s.dir.path().join("probe.xml");
+    let j = junit.display().to_string();
+    tern(&[
+        "probe",
+        &s.url,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--junit",
+        &j,
+    ])
+    .ok()
+    .says("PASS   MUST    MRTR-SEC2   integrity   forged  ")
+    .says("passed, 0 failed");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"tern probe\"") && xml.contains("failures=\"0\""),
+        "{xml}"
+    );
+    tern(&["probe", "http://192.0.2.1:8080/mcp"])
+        .failed(2)
+        .says("needs --allow-remote 192.0.2.1");
+}
+
+/// A server that gets MRTR wrong on purpose: its state is readable base64
+/// JSON with no integrity, it completes whenever the answer's key is there,
+/// whatever the state, and it never stops asking.
+const CARELESS: &str = r#"
+import base64, json, sys
+def reply(id, result):
+    print(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}), flush=True)
+ask = {"resultType": "input_required", "inputRequests": {"ok": {"method": "elicitation/create",
+       "params": {"mode": "form", "message": "Go on?", "requestedSchema": {"type": "object",
+       "properties": {"go": {"type": "boolean"}}, "required": ["go"]}}}}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m["method"], m.get("params") or {}
+    if method == "tools/list":
+        reply(m["id"], {"resultType": "complete", "tools": [{"name": "go", "inputSchema": {"type": "object"}}]})
+    elif method == "tools/call":
+        answers = p.get("inputResponses")
+        if isinstance(answers, dict) and "ok" in answers:
+            reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": "done"}]})
+        else:
+            state = base64.urlsafe_b64encode(json.dumps({"round": 1}).encode()).decode()
+            reply(m["id"], dict(ask, requestState=state))
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+"#;
+
+#[test]
+fn a_careless_server_fails_exactly_the_matching_cases() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let script = dir.path().join("careless.py");
+    std::fs::write(&script, CARELESS).unwrap();
+    let cmd = format!("python3 {}", script.display());
+    let r = tern(&["probe", "--cmd", &cmd, "--era", "modern", "--json"]);
+    // A MUST failed: exit 1.
+    r.failed(1);
+    let all = statuses(&r);
+    let expect = [
+        ("baseline: flow completes", "PASS"),
+        ("integrity: bit flip in the middle", "FAIL"),
+        ("integrity: forged", "FAIL"),
+        ("integrity: empty", "FAIL"),
+        ("integrity: a number", "FAIL"),
+        ("bindings: other arguments", "FAIL"),
+        ("bindings: another tool name", "FAIL"),
+        ("answers: only an answer never asked", "PASS"),
+        ("answers: missing answers are asked again", "PASS"),
+        ("answers: inputResponses null", "FAIL"),
+        ("answers: ok: content against the schema", "FAIL"),
+        ("answers: ok: an answer of the wrong kind", "FAIL"),
+        ("answers: ok: decline and cancel told apart", "FAIL"),
+        ("rounds: a round ceiling", "FAIL"),
+        ("gates: no capability declared", "FAIL"),
+        ("liveness: the server still answers", "PASS"),
+    ];
+    for (case, status) in expect {
+        assert_eq!(
+            all.get(case).map(String::as_str),
+            Some(status),
+            "{case}: {all:#?}"
+        );
+    }
+}
