@@ -41,6 +41,9 @@ enum Reply {
 impl Reply {
     fn short(&self) -> String {
         match self {
+            Reply::Complete(r) if r.get("isError") == Some(&Value::Bool(true)) => {
+                "completed with a tool error result".to_owned()
+            }
             Reply::Complete(_) => "completed".to_owned(),
             Reply::Asked(..) => "asked again (input_required)".to_owned(),
             Reply::Refused(code, msg) => format!("error {code}: {msg}"),
@@ -384,7 +387,7 @@ fn must_not_complete(r: &Reply) -> (Status, String) {
     match r {
         Reply::Refused(..) | Reply::Asked(..) => (Status::Pass, r.short()),
         Reply::Broken(_) => (Status::Fail, r.short()),
-        Reply::Complete(_) => (Status::Fail, "completed with it".to_owned()),
+        Reply::Complete(_) => (Status::Fail, format!("{} from it", r.short())),
     }
 }
 

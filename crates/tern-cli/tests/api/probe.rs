@@ -186,3 +186,57 @@ fn a_careless_server_fails_exactly_the_matching_cases() {
         );
     }
 }
+
+/// The Python SDK's server, as recorded: it seals and binds its state and
+/// validates form content, but takes `inputResponses: null` as no answers,
+/// turns an answer of the wrong kind into a tool error result, has no round
+/// ceiling and ignores `inputResponses` on other methods. A change in the
+/// SDK shows here.
+#[test]
+#[cfg_attr(tern_no_py_sdk, ignore = "the Python SDK peer is not installed")]
+fn the_python_sdk_server_as_recorded() {
+    let py = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/py");
+    let cmd = format!(
+        "'{}' '{}'",
+        py.join(".venv/bin/python").display(),
+        py.join("deploy_server.py").display()
+    );
+    let r = tern(&[
+        "probe",
+        "--cmd",
+        &cmd,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--json",
+    ]);
+    r.failed(1);
+    let all = statuses(&r);
+    let fails: Vec<&str> = all
+        .iter()
+        .filter(|(_, s)| *s == "FAIL")
+        .map(|(c, _)| c.as_str())
+        .collect();
+    assert_eq!(
+        fails,
+        [
+            "answers: __main__:ask_approval: an answer of the wrong kind",
+            "answers: inputResponses null",
+            "gates: inputResponses on tools/list",
+            "rounds: a round ceiling",
+        ],
+        "{all:#?}"
+    );
+    for case in [
+        "baseline: flow completes",
+        "integrity: forged",
+        "integrity: bit flip in the middle",
+        "bindings: other arguments",
+        "answers: __main__:ask_approval: content against the schema",
+        "answers: __main__:ask_roots: a root that is not a file URI",
+        "gates: no capability declared",
+        "liveness: the server still answers",
+    ] {
+        assert_eq!(all[case], "PASS", "{case}: {all:#?}");
+    }
+}
