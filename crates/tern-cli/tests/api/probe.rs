@@ -240,3 +240,121 @@ fn the_python_sdk_server_as_recorded() {
         assert_eq!(all[case], "PASS", "{case}: {all:#?}");
     }
 }
+
+/// A server with a sealed (HMAC) state bound to the arguments, whose flags
+/// switch on the round ceiling (`ceiling`) and single use (`once`): the
+/// probe must fail exactly the cases of the fault left in.
+const CAREFUL: &str = r#"
+import base64, hashlib, hmac, json, sys
+FLAGS = set(sys.argv[1:])
+KEY = b"k" * 32
+used = set()
+def reply(id, result):
+    print(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}), flush=True)
+def error(id, code, msg):
+    print(json.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": msg}}), flush=True)
+def seal(body):
+    raw = json.dumps(body).encode()
+    tag = hmac.new(KEY, raw, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(raw + tag).decode()
+def unseal(token):
+    try:
+        data = base64.urlsafe_b64decode(token.encode())
+    except Exception:
+        return None
+    raw, tag = data[:-32], data[-32:]
+    if not hmac.compare_digest(tag, hmac.new(KEY, raw, hashlib.sha256).digest()):
+        return None
+    return json.loads(raw)
+def ask(args, rnd):
+    state = seal({"args": args, "round": rnd, "n": len(used) + rnd})
+    return {"resultType": "input_required", "requestState": state, "inputRequests": {"ok": {
+        "method": "elicitation/create", "params": {"mode": "form", "message": "Go on?", "requestedSchema": {
+            "type": "object", "properties": {"go": {"type": "boolean"}}, "required": ["go"]}}}}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m["method"], m.get("params") or {}
+    if method == "tools/list":
+        reply(m["id"], {"resultType": "complete", "tools": [{"name": "spend", "inputSchema": {"type": "object"}}]})
+        continue
+    if method != "tools/call" or p.get("name") != "spend":
+        error(m["id"], -32602 if method == "tools/call" else -32601, "no")
+        continue
+    if not p.get("_meta", {}).get("io.modelcontextprotocol/clientCapabilities", {}).get("elicitation"):
+        error(m["id"], -32021, "elicitation needed")
+        continue
+    args = p.get("arguments") or {}
+    if "requestState" not in p:
+        reply(m["id"], ask(args, 1))
+        continue
+    st = p["requestState"]
+    body = unseal(st) if isinstance(st, str) else None
+    if body is None or body["args"] != args:
+        error(m["id"], -32602, "invalid requestState")
+        continue
+    if "ceiling" in FLAGS and body["round"] >= 8:
+        error(m["id"], -32602, "too many rounds")
+        continue
+    answers = p.get("inputResponses")
+    if not isinstance(answers, dict):
+        error(m["id"], -32602, "inputResponses must be an object")
+        continue
+    a = answers.get("ok")
+    if not isinstance(a, dict) or a.get("action") not in ("accept", "decline", "cancel"):
+        reply(m["id"], ask(args, body["round"] + 1))
+        continue
+    if a["action"] != "accept":
+        reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": a["action"] + "d"}]})
+        continue
+    if not isinstance((a.get("content") or {}).get("go"), bool):
+        error(m["id"], -32602, "ok: go must be a boolean")
+        continue
+    if "once" in FLAGS:
+        if st in used:
+            error(m["id"], -32602, "invalid requestState")
+            continue
+        used.add(st)
+    reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": "spent"}]})
+"#;
+
+/// The failing cases of `tern probe` against `CAREFUL` with `flags`.
+fn careful_failures(flags: &str) -> Vec<String> {
+    let dir = tempfile::TempDir::new().unwrap();
+    let script = dir.path().join("careful.py");
+    std::fs::write(&script, CAREFUL).unwrap();
+    let cmd = format!("python3 {} {flags}", script.display());
+    let r = tern(&["probe", "--cmd", &cmd, "--single-use", "spend", "--json"]);
+    statuses(&r)
+        .into_iter()
+        .filter(|(_, s)| s == "FAIL")
+        .map(|(c, _)| c)
+        .collect()
+}
+
+#[test]
+fn one_fault_fails_exactly_its_cases() {
+    // Both guards: only the advice cases (it decodes a re-encoded state to
+    // the same bytes, and ignores inputResponses on tools/list).
+    let advice = [
+        "gates: inputResponses on tools/list",
+        "integrity: re-encoded as standard base64",
+    ];
+    assert_eq!(careful_failures("ceiling once"), advice);
+    // No single use: the replay cases.
+    assert_eq!(
+        careful_failures("ceiling"),
+        [
+            advice[0],
+            advice[1],
+            "replay: the final state replayed",
+            "replay: two retries of one state at once",
+        ]
+    );
+    // No round ceiling.
+    assert_eq!(
+        careful_failures("once"),
+        [advice[0], advice[1], "rounds: a round ceiling"]
+    );
+}
