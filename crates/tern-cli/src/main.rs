@@ -25,6 +25,7 @@ mod form;
 mod keys;
 mod probe;
 mod provider;
+mod proxy;
 mod serve;
 mod servers;
 mod signin;
@@ -61,6 +62,10 @@ enum Command {
         /// The server's Streamable HTTP URL.
         url: String,
     },
+    /// Put MCP servers of either era behind one endpoint for clients of
+    /// either era: bridge 2025-11-25 hosts to 2026-07-28 servers and back,
+    /// or gateway several servers from an mcpServers file.
+    Proxy(ProxyArgs),
     /// Check a server's multi round-trip security: replay one of its flows
     /// with one thing wrong at a time and report what it refused.
     Probe(ProbeArgs),
@@ -177,6 +182,59 @@ pub(crate) struct ServeArgs {
     /// The log format on stderr (the level comes from RUST_LOG or TERN_LOG;
     /// default info: one line per request, every refused state with its
     /// reason).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+}
+
+/// `tern proxy`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("upstreams").required(true).args(["upstream", "upstream_cmd", "config"])))]
+pub(crate) struct ProxyArgs {
+    /// Serve Streamable HTTP on this address (default 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    pub(crate) http: Option<String>,
+    /// Serve newline-delimited JSON on stdin/stdout.
+    #[arg(long)]
+    pub(crate) stdio: bool,
+    /// The upstream server's Streamable HTTP URL.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["upstream_cmd", "config"])]
+    pub(crate) upstream: Option<String>,
+    /// The upstream server's command line, spawned as a stdio server (and
+    /// again if it exits).
+    #[arg(long, value_name = "'COMMAND ARGS'", conflicts_with = "config")]
+    pub(crate) upstream_cmd: Option<String>,
+    /// Every server of this mcpServers file, behind one endpoint: with more
+    /// than one, tools and prompts are named SERVER__NAME.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// How --upstream authenticates (static headers, a bearer token, or
+    /// the sign-in kept by `tern login`).
+    #[command(flatten)]
+    pub(crate) auth: AuthArgs,
+    /// The key ring file sealing the proxy's states (default: a random key
+    /// for the life of the process).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) keys: Option<PathBuf>,
+    /// The lifetime of a requestState, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) state_ttl: Option<u64>,
+    /// The most input rounds a flow may take at the proxy.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_rounds: Option<u8>,
+    /// How long a call to a 2025-11-25 upstream waits for the client's
+    /// retry before it is cancelled, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub(crate) pending_ttl: u64,
+    /// The most such calls held at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub(crate) max_pending: usize,
+    /// How long to wait for an upstream's answer, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub(crate) upstream_timeout: u64,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<String>,
+    /// The log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub(crate) log_format: LogFormat,
 }
@@ -428,6 +486,7 @@ fn main() -> ExitCode {
         Command::Logout { url } => signin::logout(&url),
         Command::Servers { config } => servers::list(config.as_deref()),
         Command::Probe(a) => probe::run(a),
+        Command::Proxy(a) => proxy::run(a),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(shell, &mut Cli::command(), "tern", &mut std::io::stdout());

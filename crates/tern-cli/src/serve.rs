@@ -266,7 +266,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn init_logging(format: LogFormat, default: &str) {
+pub(crate) fn init_logging(format: LogFormat, default: &str) {
     // TERN_LOG, else RUST_LOG, else `default` (info: a line per request
     // and every refused state with its reason).
     let filter = ["TERN_LOG", "RUST_LOG"]
@@ -342,7 +342,10 @@ fn reload_on_hangup(server: Server, path: PathBuf) {
 
 /// `--metrics ADDR`: Prometheus text at `/metrics`, on a listener of its
 /// own so that it can stay off the public interface.
-fn serve_metrics(server: Server, listener: tokio::net::TcpListener) -> Result<(), String> {
+pub(crate) fn serve_metrics(
+    server: Server,
+    listener: tokio::net::TcpListener,
+) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let app = axum::Router::new().route(
         "/metrics",
@@ -452,7 +455,7 @@ async fn protection(
 }
 
 /// Binds `addr` and serves until Ctrl-C.
-async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
+pub(crate) async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))

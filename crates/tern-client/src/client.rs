@@ -82,6 +82,7 @@ pub struct CallOptions {
     pub(crate) log_level: Option<String>,
     pub(crate) traceparent: Option<String>,
     pub(crate) flow_timeout: Option<Duration>,
+    pub(crate) capabilities: Option<ClientCapabilities>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -142,6 +143,16 @@ impl CallOptions {
     #[must_use]
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.flow_timeout = Some(deadline);
+        self
+    }
+
+    /// Declares `capabilities` on this call's requests instead of the
+    /// provider's (a proxy forwards its own client's, so the server gates
+    /// on what the person at the far end can do). The provider still
+    /// answers; it must handle every kind declared here.
+    #[must_use]
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = Some(capabilities);
         self
     }
 
@@ -631,7 +642,13 @@ impl Client {
         meta.insert(meta_keys::PROTOCOL_VERSION.into(), json!(version));
         meta.insert(
             meta_keys::CLIENT_CAPABILITIES.into(),
-            serde_json::to_value(self.capabilities()).unwrap_or_else(|_| json!({})),
+            serde_json::to_value(
+                call.opts
+                    .capabilities
+                    .clone()
+                    .unwrap_or_else(|| self.capabilities()),
+            )
+            .unwrap_or_else(|_| json!({})),
         );
         if let Some(info) = &self.inner.info {
             meta.insert(

@@ -236,6 +236,17 @@ impl Client {
         self.first(tool_params(name, arguments), opts).await
     }
 
+    /// One round of any flow method from its raw params (`name` and
+    /// `arguments`, or `uri`): what a proxy uses to pass its own client's
+    /// call on unchanged.
+    pub async fn once_with<T: FlowResult>(
+        &self,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<Step<T>, Error> {
+        self.first(params, opts).await
+    }
+
     /// One round of `prompts/get`.
     pub async fn get_prompt_once(
         &self,

@@ -227,24 +227,33 @@ impl Ask {
     /// re-ask after an answer the handler cannot use (MRTR-S10). The round
     /// ceiling bounds how often this can happen.
     pub fn again<T>(&self, need: Need<T>) -> Error {
+        self.again_all(vec![need])
+    }
+
+    /// Asks every need in `needs` as a new round, whatever was answered
+    /// before: a proxy passing on its upstream's round, which may repeat a
+    /// question already answered (a URL interaction still open).
+    pub fn again_all<T>(&self, needs: Vec<Need<T>>) -> Error {
         let mut round = Round {
             cx: &self.cx,
             missing: Vec::new(),
             undeclared: Vec::new(),
         };
-        if let Err(e) = need.check() {
-            return Error::Protocol(e);
-        }
-        if need.kind.declared(&self.cx.caps) {
-            let rdig = request_digest(&need.request);
-            round.missing.push(Asked {
-                key: need.key,
-                kind: need.kind,
-                request: need.request,
-                rdig,
-            });
-        } else {
-            round.undeclared.push(need.kind);
+        for need in needs {
+            if let Err(e) = need.check() {
+                return Error::Protocol(e);
+            }
+            if need.kind.declared(&self.cx.caps) {
+                let rdig = request_digest(&need.request);
+                round.missing.push(Asked {
+                    key: need.key,
+                    kind: need.kind,
+                    request: need.request,
+                    rdig,
+                });
+            } else {
+                round.undeclared.push(need.kind);
+            }
         }
         match round.finish() {
             Err(e) => e,
@@ -316,6 +325,9 @@ pub struct Need<T> {
     mode: Mode,
     /// The form schema was checked already (a typed form's, once per type).
     checked: bool,
+    /// The answer is used in the round it arrives and not carried into
+    /// later states (a relayed question: its asker keeps its own state).
+    transient: bool,
     parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
     _t: PhantomData<fn() -> T>,
 }
@@ -697,6 +709,62 @@ impl Need<()> {
     }
 }
 
+impl Need<Value> {
+    /// A question asked elsewhere, relayed as it is (a proxy's upstream
+    /// asked it): `request` is an input request (`method` and `params`),
+    /// whose kind follows from its method and mode. The answer comes back
+    /// as the client sent it, after the same checks a typed need applies
+    /// (the kind's shape, a form's schema, accept/decline/cancel); it is
+    /// not carried into later states, since the asker keeps its own.
+    pub fn input(key: &str, request: Value) -> Result<Need<Value>, McpError> {
+        let method = request.get("method").and_then(Value::as_str);
+        let kind = match method {
+            Some("elicitation/create") => {
+                if request["params"]["mode"] == "url" {
+                    InputKind::Url
+                } else {
+                    InputKind::Form
+                }
+            }
+            Some("sampling/createMessage") => InputKind::Sampling,
+            Some("roots/list") => InputKind::Roots,
+            other => {
+                return Err(McpError::Internal(format!(
+                    "input {key}: {other:?} is not an input request method"
+                )));
+            }
+        };
+        let mut need = Need::build(key, kind, request, parse_relayed);
+        need.transient = true;
+        Ok(need)
+    }
+}
+
+/// Checks a relayed answer as its kind's typed need would and hands it back
+/// as sent (a form's content reduced to what its schema allows).
+fn parse_relayed(key: &str, request: &Value, answer: &Value) -> Result<Value, McpError> {
+    match request.get("method").and_then(Value::as_str) {
+        Some("elicitation/create") if request["params"]["mode"] == "url" => {
+            parse_url(key, request, answer)?;
+            Ok(answer.clone())
+        }
+        Some("elicitation/create") => match parse_form::<Map<String, Value>>(key, request, answer)?
+        {
+            Elicited::Accepted(content) => Ok(json!({"action": "accept", "content": content})),
+            Elicited::Declined => Ok(json!({"action": "decline"})),
+            Elicited::Cancelled => Ok(json!({"action": "cancel"})),
+        },
+        Some("sampling/createMessage") => {
+            parse_sampling(key, request, answer)?;
+            Ok(answer.clone())
+        }
+        _ => {
+            parse_roots(key, request, answer)?;
+            Ok(answer.clone())
+        }
+    }
+}
+
 impl<T> Need<T> {
     fn build(
         key: &str,
@@ -710,6 +778,7 @@ impl<T> Need<T> {
             request,
             mode: Mode::Required,
             checked: false,
+            transient: false,
             parse,
             _t: PhantomData,
         }
@@ -755,7 +824,9 @@ impl<T> Need<T> {
             && let Some(answer) = cx.responses.get(&self.key)
         {
             let parsed = (self.parse)(&self.key, &self.request, answer)?;
-            cx.accept(&self.key, rdig);
+            if !self.transient {
+                cx.accept(&self.key, rdig);
+            }
             return Ok(Some(parsed));
         }
         if let Some(answer) = cx.find_done(&self.key, &rdig) {
@@ -827,6 +898,23 @@ impl<A, B> NeedSet for OneOf<A, B> {
         } else {
             Ok(self.1.eval(round)?.map(Either::Second))
         }
+    }
+}
+
+/// A round whose needs are known only at run time (all required): the
+/// answers in the same order.
+impl<T> NeedSet for Vec<Need<T>> {
+    type Output = Vec<T>;
+    fn evaluate(self, round: &mut Round<'_>) -> Result<Option<Vec<T>>, McpError> {
+        let mut out = Vec::with_capacity(self.len());
+        let mut complete = true;
+        for need in self {
+            match need.eval(round)? {
+                Some(v) => out.push(v),
+                None => complete = false,
+            }
+        }
+        Ok(complete.then_some(out))
     }
 }
 

@@ -49,7 +49,9 @@ impl std::fmt::Debug for ServerBuilder {
 pub struct BuildError(String);
 
 impl BuildError {
-    pub(crate) fn new(why: impl Into<String>) -> Self {
+    /// An error with this explanation (for layers built on the server,
+    /// such as a proxy).
+    pub fn new(why: impl Into<String>) -> Self {
         BuildError(why.into())
     }
 }

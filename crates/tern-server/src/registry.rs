@@ -108,6 +108,20 @@ impl ToolDef {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Lists the tool with `entry` as given (a proxied tool keeps its
+    /// upstream's description, schemas, annotations and `_meta`); only the
+    /// name is this tool's own.
+    #[must_use]
+    pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
+        entry.insert("name".into(), Value::from(self.name.as_str()));
+        self.header_params = entry
+            .get("inputSchema")
+            .map(header_params)
+            .unwrap_or_default();
+        self.entry = entry;
+        self
+    }
 }
 
 /// `single_use()` and `idempotent()` for every kind of route, so a prompt
@@ -214,6 +228,23 @@ impl PromptDef {
         }
         self
     }
+
+    /// Lists the prompt with `entry` as given (see [`ToolDef::listing`]);
+    /// its required arguments are those `entry` marks required.
+    #[must_use]
+    pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
+        entry.insert("name".into(), Value::from(self.name.as_str()));
+        self.required_args = entry
+            .get("arguments")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|a| a.get("required") == Some(&Value::Bool(true)))
+            .filter_map(|a| a.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        self.entry = entry;
+        self
+    }
 }
 
 /// A concrete resource: its `resources/list` entry and how it is read.
@@ -258,6 +289,15 @@ impl ResourceDef {
     #[must_use]
     pub fn mime_type(mut self, m: &str) -> Self {
         self.entry.insert("mimeType".into(), Value::from(m));
+        self
+    }
+
+    /// Lists the resource with `entry` as given (see [`ToolDef::listing`]);
+    /// only the URI is this resource's own.
+    #[must_use]
+    pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
+        entry.insert("uri".into(), Value::from(self.uri.as_str()));
+        self.entry = entry;
         self
     }
 }
@@ -305,6 +345,15 @@ impl TemplateDef {
     #[must_use]
     pub fn mime_type(mut self, m: &str) -> Self {
         self.entry.insert("mimeType".into(), Value::from(m));
+        self
+    }
+
+    /// Lists the template with `entry` as given (see
+    /// [`ToolDef::listing`]); only the template is this one's own.
+    #[must_use]
+    pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
+        entry.insert("uriTemplate".into(), Value::from(self.template.as_str()));
+        self.entry = entry;
         self
     }
 

@@ -500,6 +500,11 @@ impl Server {
         Ok(())
     }
 
+    /// Removes a prompt at run time and tells listeners.
+    pub fn remove_prompt(&self, name: &str) {
+        self.update(Change::Prompts, |r| r.prompts.retain(|p| p.name != name));
+    }
+
     /// Adds (or replaces) a resource at run time and tells listeners, with
     /// the guards of [`Server::add_tool`].
     pub fn add_resource(&self, resource: ResourceDef) -> Result<(), BuildError> {

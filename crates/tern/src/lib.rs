@@ -1,5 +1,5 @@
 //! The paved path through Tern. Features: `server`, `client`, `stdio`,
-//! `http`, and the replay stores `sqlite` and `redis`. The project README follows; its Rust examples are compiled as
+//! `http`, `proxy`, and the replay stores `sqlite` and `redis`. The project README follows; its Rust examples are compiled as
 //! doc tests.
 #![doc = include_str!("../../../README.md")]
 
@@ -11,6 +11,8 @@ pub use tern_types as types;
 pub use tern_client as client;
 #[cfg(feature = "http")]
 pub use tern_http as http;
+#[cfg(feature = "proxy")]
+pub use tern_proxy as proxy;
 #[cfg(any(feature = "sqlite", feature = "redis"))]
 pub use tern_replay as replay;
 #[cfg(feature = "server")]

@@ -1,0 +1,228 @@
+//! The upstreams' tools, prompts, resources and templates as the proxy's
+//! own routes: each entry listed as the upstream lists it (under its
+//! prefixed name in a gateway), each route forwarding to its upstream.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tern_client::Client;
+use tern_server::{
+    Ask, BoxFuture, Capabilities, Error, Meta, Outcome, PromptDef, RawArgs, ResourceDef, Resumed,
+    Server, TemplateDef, ToolDef, Uri,
+};
+use tern_types::{
+    CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
+    meta_keys,
+};
+
+use crate::Shared;
+use crate::relay::{Cont, Forward};
+use crate::upstream::Upstream;
+
+/// The `_meta` key of a listed resource or template that names the
+/// upstream it comes from (in a gateway).
+pub const UPSTREAM_META: &str = "tern/upstream";
+
+/// The most pages read of one list.
+const MAX_PAGES: usize = 100;
+
+/// Everything one upstream lists.
+#[derive(Default)]
+struct Lists {
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+}
+
+/// Reads every page of one list; an upstream without the feature lists
+/// nothing, but one that cannot be reached fails the sync.
+macro_rules! read_all {
+    ($client:expr, $method:ident, $field:ident) => {{
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            match $client.$method(cursor.as_deref()).await {
+                Ok(page) => {
+                    out.extend(page.$field);
+                    cursor = page.next_cursor.map(|c| c.0);
+                    if cursor.is_none() {
+                        break;
+                    }
+                }
+                Err(e) if e.is_remote() => break,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        out
+    }};
+}
+
+async fn read(client: &Client) -> Result<Lists, String> {
+    Ok(Lists {
+        tools: read_all!(client, list_tools, tools),
+        prompts: read_all!(client, list_prompts, prompts),
+        resources: read_all!(client, list_resources, resources),
+        templates: read_all!(client, list_resource_templates, resource_templates),
+    })
+}
+
+fn entry<T: Serialize>(item: &T) -> Map<String, Value> {
+    match serde_json::to_value(item) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Marks a resource entry with its upstream (in a gateway).
+fn owned(mut entry: Map<String, Value>, up: &Upstream) -> Map<String, Value> {
+    if up.prefixed {
+        let meta = entry
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = meta {
+            m.insert(UPSTREAM_META.into(), json!(up.name));
+        }
+    }
+    entry
+}
+
+fn forward(
+    up: &Arc<Upstream>,
+    shared: &Arc<Shared>,
+    ask: Ask,
+    caps: Capabilities,
+    meta: &Meta,
+) -> Forward {
+    Forward {
+        up: up.clone(),
+        shared: shared.clone(),
+        ask,
+        caps: caps.0,
+        traceparent: meta
+            .0
+            .raw
+            .get(meta_keys::TRACEPARENT)
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+fn named(name: &str, args: Map<String, Value>) -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert("name".into(), json!(name));
+    p.insert("arguments".into(), Value::Object(args));
+    p
+}
+
+fn tool_route(up: &Arc<Upstream>, shared: &Arc<Shared>, tool: &Tool) -> ToolDef {
+    let (u, s, inner) = (up.clone(), shared.clone(), tool.name.clone());
+    let handler = move |RawArgs(args): RawArgs,
+                        ask: Ask,
+                        Resumed(cont): Resumed<Cont>,
+                        caps: Capabilities,
+                        meta: Meta| {
+        let f = forward(&u, &s, ask, caps, &meta);
+        let params = named(&inner, args);
+        async move { f.run::<CallToolResult>(params, cont).await }
+    };
+    let description = tool.description.clone().unwrap_or_default();
+    ToolDef::new(&up.outer_name(&tool.name), &description, handler).listing(entry(tool))
+}
+
+fn prompt_route(up: &Arc<Upstream>, shared: &Arc<Shared>, prompt: &Prompt) -> PromptDef {
+    let (u, s, inner) = (up.clone(), shared.clone(), prompt.name.clone());
+    let handler = move |RawArgs(args): RawArgs,
+                        ask: Ask,
+                        Resumed(cont): Resumed<Cont>,
+                        caps: Capabilities,
+                        meta: Meta| {
+        let f = forward(&u, &s, ask, caps, &meta);
+        let params = named(&inner, args);
+        async move { f.run::<GetPromptResult>(params, cont).await }
+    };
+    let description = prompt.description.clone().unwrap_or_default();
+    PromptDef::new(&up.outer_name(&prompt.name), &description, handler).listing(entry(prompt))
+}
+
+/// The handler of a resource or template route: the URI goes upstream as
+/// the client sent it.
+fn read_handler(
+    up: &Arc<Upstream>,
+    shared: &Arc<Shared>,
+) -> impl Fn(Uri, Ask, Resumed<Cont>, Capabilities, Meta) -> BoxFuture<Result<Outcome, Error>>
++ Clone
++ Send
++ Sync
++ 'static {
+    let (u, s) = (up.clone(), shared.clone());
+    move |Uri(uri), ask, Resumed(cont), caps, meta| {
+        let f = forward(&u, &s, ask, caps, &meta);
+        let mut params = Map::new();
+        params.insert("uri".into(), json!(uri));
+        Box::pin(async move { f.run::<ReadResourceResult>(params, cont).await })
+    }
+}
+
+/// Lists `up` again and makes the server's routes match: new and changed
+/// entries are added, tools and prompts that went away are removed.
+pub(crate) async fn sync(
+    server: &Server,
+    up: &Arc<Upstream>,
+    shared: &Arc<Shared>,
+) -> Result<(), String> {
+    let live = up.client().await.map_err(|e| e.to_string())?;
+    let lists = match read(&live.client).await {
+        Ok(l) => l,
+        Err(e) => {
+            up.lost(&live).await;
+            return Err(e);
+        }
+    };
+    let mut tools = BTreeSet::new();
+    for tool in &lists.tools {
+        let route = tool_route(up, shared, tool);
+        tools.insert(route.name().to_owned());
+        if let Err(e) = server.add_tool(route) {
+            tracing::warn!(upstream = %up.name, tool = %tool.name, error = %e, "tool not offered");
+        }
+    }
+    let mut prompts = BTreeSet::new();
+    for prompt in &lists.prompts {
+        prompts.insert(up.outer_name(&prompt.name));
+        if let Err(e) = server.add_prompt(prompt_route(up, shared, prompt)) {
+            tracing::warn!(upstream = %up.name, prompt = %prompt.name, error = %e, "prompt not offered");
+        }
+    }
+    for resource in &lists.resources {
+        let route = ResourceDef::new(&resource.uri, &resource.name, read_handler(up, shared))
+            .listing(owned(entry(resource), up));
+        if let Err(e) = server.add_resource(route) {
+            tracing::warn!(upstream = %up.name, uri = %resource.uri, error = %e, "resource not offered");
+        }
+    }
+    for template in &lists.templates {
+        let route = TemplateDef::new(
+            &template.uri_template,
+            &template.name,
+            read_handler(up, shared),
+        )
+        .listing(owned(entry(template), up));
+        if let Err(e) = server.add_resource_template(route) {
+            tracing::warn!(upstream = %up.name, template = %template.uri_template, error = %e, "template not offered");
+        }
+    }
+    up.replace_listed(server, tools, prompts);
+    up.synced();
+    tracing::info!(
+        upstream = %up.name,
+        tools = lists.tools.len(),
+        prompts = lists.prompts.len(),
+        resources = lists.resources.len(),
+        templates = lists.templates.len(),
+        "upstream listed"
+    );
+    Ok(())
+}

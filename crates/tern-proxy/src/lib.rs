@@ -1,0 +1,213 @@
+//! A proxy in front of MCP servers of either era, for clients of either
+//! era, built on `tern-server` (downstream) and `tern-client` (upstream).
+//!
+//! - **A 2025-11-25 client, a 2026-07-28 server.** Each `input_required`
+//!   round of the upstream goes to the client as server-initiated requests
+//!   (the downstream legacy bridge of `tern-server`, behind the same
+//!   capability gate), and its answers go back upstream as
+//!   `inputResponses` with the exact `requestState`, on a new request,
+//!   until the upstream completes.
+//! - **A 2026-07-28 client, a 2025-11-25 server.** The proxy holds the
+//!   upstream session, opened declaring every kind it can bridge. A
+//!   request the upstream sends during a call becomes an `input_required`
+//!   result; the pending upstream call waits in the proxy (bounded in
+//!   number, with a lifetime after which it is cancelled) and the retry's
+//!   answer is sent upstream as the response to that request. A retry
+//!   that reaches a proxy without the pending call gets -32602 with
+//!   `restart`.
+//! - **A gateway.** Several upstreams behind one endpoint: with more than
+//!   one, tools and prompts are named `<server>__<name>`; resource URIs are
+//!   kept and each listed resource says its server in `_meta`.
+//!
+//! Whatever the upstream's state, the client sees only the proxy's: the
+//! upstream's `requestState` and the upstream it belongs to travel inside
+//! the proxy's sealed state, bound to the principal, the method and the
+//! parameters digest (SECURITY.md §3), so a retry goes back to the upstream
+//! that asked and a client can neither redirect nor read nor alter it. The
+//! proxy's own round ceiling and size limits apply at the edge.
+
+mod catalog;
+mod error;
+mod parked;
+mod relay;
+mod upstream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tern_server::{BuildError, Server, ServerBuilder};
+
+pub use catalog::UPSTREAM_META;
+pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
+pub use upstream::{Connect, ConnectFuture};
+
+use crate::parked::Parked;
+use crate::upstream::Upstream;
+
+/// How the proxy bounds what it holds for its clients.
+#[derive(Clone, Debug)]
+pub struct ProxyOptions {
+    /// How long a pending upstream call (a 2025-11-25 upstream's request
+    /// waiting for the client's retry) is kept before it is cancelled
+    /// (default 600 s, a state's lifetime).
+    pub pending_ttl: Duration,
+    /// The most pending upstream calls held at once (default 1024); a call
+    /// that would need one more is refused.
+    pub max_pending: usize,
+    /// How long the proxy waits for an upstream's next step: its result,
+    /// or its next request (default 300 s).
+    pub upstream_timeout: Duration,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        ProxyOptions {
+            pending_ttl: Duration::from_secs(600),
+            max_pending: 1024,
+            upstream_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What the handlers of every upstream share.
+pub(crate) struct Shared {
+    pub(crate) options: ProxyOptions,
+    pub(crate) parked: Parked,
+}
+
+/// Builds a [`Proxy`].
+pub struct ProxyBuilder {
+    server: ServerBuilder,
+    upstreams: Vec<(String, Connect)>,
+    options: ProxyOptions,
+}
+
+impl ProxyBuilder {
+    /// Adds an upstream under `name` (the prefix of its tools and prompts
+    /// when there are several). `connect` is called on first use and again
+    /// after the upstream was lost (a child that exited, a session the
+    /// server forgot).
+    #[must_use]
+    pub fn upstream(mut self, name: &str, connect: Connect) -> Self {
+        self.upstreams.push((name.to_owned(), connect));
+        self
+    }
+
+    /// Sets the limits of [`ProxyOptions`].
+    #[must_use]
+    pub fn options(mut self, options: ProxyOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Builds the proxy. Upstream names must be distinct, non-empty and of
+    /// tool-name characters (they prefix names).
+    pub fn build(self) -> Result<Proxy, BuildError> {
+        let mut names: Vec<&str> = Vec::new();
+        for (name, _) in &self.upstreams {
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if !valid {
+                return Err(BuildError::new(format!(
+                    "upstream name {name:?}: use letters, digits, '_', '-' and '.'"
+                )));
+            }
+            if names.contains(&name.as_str()) {
+                return Err(BuildError::new(format!("upstream {name:?} is named twice")));
+            }
+            names.push(name);
+        }
+        if self.upstreams.is_empty() {
+            return Err(BuildError::new("a proxy needs at least one upstream"));
+        }
+        let prefixed = self.upstreams.len() > 1;
+        let server = self.server.build()?;
+        let shared = Arc::new(Shared {
+            parked: Parked::new(self.options.max_pending),
+            options: self.options,
+        });
+        let upstreams = self
+            .upstreams
+            .into_iter()
+            .map(|(name, connect)| Arc::new(Upstream::new(name, connect, prefixed)))
+            .collect();
+        Ok(Proxy {
+            server,
+            upstreams,
+            shared,
+        })
+    }
+}
+
+/// A proxy: a [`Server`] whose tools, prompts and resources are its
+/// upstreams'. Serve [`Proxy::server`] on any transport.
+#[derive(Clone)]
+pub struct Proxy {
+    server: Server,
+    upstreams: Vec<Arc<Upstream>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.upstreams.iter().map(|u| u.name.as_str()).collect();
+        f.debug_struct("Proxy")
+            .field("upstreams", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Proxy {
+    /// A proxy serving through `server` (its keys, limits and replay store
+    /// are the proxy's own).
+    pub fn builder(server: ServerBuilder) -> ProxyBuilder {
+        ProxyBuilder {
+            server,
+            upstreams: Vec::new(),
+            options: ProxyOptions::default(),
+        }
+    }
+
+    /// The server to hand to a transport.
+    pub fn server(&self) -> Server {
+        self.server.clone()
+    }
+
+    /// Reads every upstream's tools, prompts, resources and templates into
+    /// the server's lists. Returns the upstreams that could not be read,
+    /// with why; they are tried again by [`Proxy::maintain`].
+    pub async fn sync(&self) -> Vec<(String, String)> {
+        let mut failed = Vec::new();
+        for up in &self.upstreams {
+            if let Err(e) = catalog::sync(&self.server, up, &self.shared).await {
+                tracing::warn!(upstream = %up.name, error = %e, "cannot list the upstream's tools, prompts and resources");
+                failed.push((up.name.clone(), e));
+            }
+        }
+        failed
+    }
+
+    /// Runs forever: cancels pending calls past their lifetime, and lists
+    /// again an upstream that was lost or never listed. Spawn it once.
+    pub async fn maintain(self) {
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            tick.tick().await;
+            self.shared.parked.sweep();
+            for up in &self.upstreams {
+                if up.needs_sync()
+                    && let Err(e) = catalog::sync(&self.server, up, &self.shared).await
+                {
+                    tracing::debug!(upstream = %up.name, error = %e, "the upstream is still unreachable");
+                }
+            }
+        }
+    }
+
+    /// How many upstream calls are waiting for a client's retry.
+    pub fn pending_calls(&self) -> usize {
+        self.shared.parked.len()
+    }
+}
