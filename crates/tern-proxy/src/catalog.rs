@@ -52,7 +52,13 @@ macro_rules! read_all {
                         break;
                     }
                 }
-                Err(e) if e.is_remote() => break,
+                // Not offered, or offered badly: nothing of this list.
+                Err(e) if e.is_remote() || e.is_protocol() => {
+                    if e.is_protocol() {
+                        tracing::warn!(error = %e, "an upstream list is malformed; it is left out");
+                    }
+                    break;
+                }
                 Err(e) => return Err(e.to_string()),
             }
         }

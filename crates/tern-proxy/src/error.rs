@@ -45,6 +45,20 @@ pub(crate) fn from_upstream(name: &str, e: &tern_client::Error) -> McpError {
             message,
             data: obj.data.clone(),
         },
+        // The upstream's capability gate: what the client lacks, as the
+        // client declared it through the proxy (MRTR-S9).
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            let required = obj
+                .data
+                .as_ref()
+                .and_then(|d| d.get("requiredCapabilities"))
+                .and_then(|r| serde_json::from_value(r.clone()).ok())
+                .unwrap_or_default();
+            McpError::MissingCapability {
+                required: Box::new(required),
+                message,
+            }
+        }
         code if !code.is_reserved() => McpError::application(code.0, message, obj.data.clone()),
         code => McpError::application(
             UPSTREAM_ERROR,

@@ -55,7 +55,7 @@ pub struct ProxyOptions {
     /// that would need one more is refused.
     pub max_pending: usize,
     /// How long the proxy waits for an upstream's next step: its result,
-    /// or its next request (default 300 s).
+    /// its next request, or any one answer (default 300 s).
     pub upstream_timeout: Duration,
 }
 
@@ -123,6 +123,7 @@ impl ProxyBuilder {
             return Err(BuildError::new("a proxy needs at least one upstream"));
         }
         let prefixed = self.upstreams.len() > 1;
+        let timeout = self.options.upstream_timeout;
         let server = self.server.build()?;
         let shared = Arc::new(Shared {
             parked: Parked::new(self.options.max_pending),
@@ -131,7 +132,7 @@ impl ProxyBuilder {
         let upstreams = self
             .upstreams
             .into_iter()
-            .map(|(name, connect)| Arc::new(Upstream::new(name, connect, prefixed)))
+            .map(|(name, connect)| Arc::new(Upstream::new(name, connect, prefixed, timeout)))
             .collect();
         Ok(Proxy {
             server,

@@ -33,6 +33,8 @@ pub(crate) struct Upstream {
     /// Whether names carry the `<name>__` prefix (more than one upstream).
     pub(crate) prefixed: bool,
     connect: Connect,
+    /// How long one request waits for the upstream's next word.
+    request_timeout: std::time::Duration,
     live: tokio::sync::Mutex<Option<Live>>,
     generation: Mutex<u64>,
     /// Set when the lists must be read again (never read, or the upstream
@@ -43,11 +45,17 @@ pub(crate) struct Upstream {
 }
 
 impl Upstream {
-    pub(crate) fn new(name: String, connect: Connect, prefixed: bool) -> Self {
+    pub(crate) fn new(
+        name: String,
+        connect: Connect,
+        prefixed: bool,
+        request_timeout: std::time::Duration,
+    ) -> Self {
         Upstream {
             name,
             prefixed,
             connect,
+            request_timeout,
             live: tokio::sync::Mutex::new(None),
             generation: Mutex::new(0),
             stale: AtomicBool::new(true),
@@ -104,6 +112,7 @@ impl Upstream {
             .era(EraPolicy::Auto)
             .provider(Relaying)
             .max_rounds(u32::from(u8::MAX))
+            .request_timeout(self.request_timeout)
             .build();
         client
             .connect()
