@@ -2,7 +2,8 @@
 //! every command, `tern call` against `tern serve` over HTTP and stdio, and
 //! the interactive forms in a pseudo-terminal, and the SDK peers of both
 //! eras (TypeScript and Python clients against `tern serve`, `tern call`
-//! against a TypeScript 2025-11-25 server).
+//! against a TypeScript 2025-11-25 server), and `tern proxy` between
+//! them.
 
 mod api {
     mod auth;
@@ -16,5 +17,6 @@ mod api {
     mod oauth_e2e;
     mod operator;
     mod probe;
+    mod proxy;
     mod pty;
 }

@@ -16,7 +16,7 @@ fn client() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/ts/legacy-client.mjs")
 }
 
-fn run(args: &[&str]) -> Value {
+pub(super) fn run(args: &[&str]) -> Value {
     let out = Command::new("node")
         .arg(client())
         .args(args)
@@ -32,7 +32,13 @@ fn run(args: &[&str]) -> Value {
 }
 
 pub(super) fn expect_the_workload(seen: &Value) {
-    assert_eq!(seen["server"]["name"], "tern", "{seen}");
+    expect_the_workload_from(seen, "tern");
+}
+
+/// The workload as served by `server` (`tern`, or `tern-proxy` in front of
+/// it).
+pub(super) fn expect_the_workload_from(seen: &Value, server: &str) {
+    assert_eq!(seen["server"]["name"], server, "{seen}");
     assert_eq!(
         seen["tools"],
         json!(["ask_model", "count", "deploy", "echo", "login", "redeem"])

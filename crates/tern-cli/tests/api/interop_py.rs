@@ -18,7 +18,7 @@ fn interop() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/py")
 }
 
-fn run(args: &[&str]) -> Value {
+pub(super) fn run(args: &[&str]) -> Value {
     let dir = interop();
     let out = Command::new(dir.join(".venv/bin/python"))
         .arg(dir.join("client.py"))
@@ -41,10 +41,15 @@ fn stdio(home: &str) -> [&str; 5] {
 }
 
 fn expect_the_workload(seen: &Value, revision: &str) {
+    expect_the_workload_from(seen, revision, "tern");
+}
+
+/// The workload in `revision` as served by `server`.
+pub(super) fn expect_the_workload_from(seen: &Value, revision: &str, server: &str) {
     assert_eq!(seen["revision"], revision, "{seen}");
     // The same workload, answers and order as the TypeScript peer's, in
     // both eras.
-    super::interop::expect_the_workload(seen);
+    super::interop::expect_the_workload_from(seen, server);
 }
 
 #[test]

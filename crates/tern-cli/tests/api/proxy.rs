@@ -1,0 +1,305 @@
+//! `tern proxy` between real peers of both eras: a 2025-11-25 client on the
+//! TypeScript SDK (and the Python SDK in both of its modes) through the
+//! proxy to `tern serve`; `tern call` through the proxy to a 2025-11-25
+//! server on the TypeScript SDK that elicits, samples and lists roots; and
+//! a gateway of both from one mcpServers file.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::common::{Server, run, tern_bin};
+
+/// `tern proxy --http 127.0.0.1:0 ARGS…`, its data in a temp dir.
+struct Proxy {
+    child: Child,
+    url: String,
+    dir: TempDir,
+}
+
+impl Proxy {
+    fn start(args: &[&str]) -> Proxy {
+        let dir = TempDir::new().unwrap();
+        let mut child = Command::new(tern_bin())
+            .args(["proxy", "--http", "127.0.0.1:0"])
+            .args(args)
+            .env("XDG_DATA_HOME", dir.path())
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            assert!(lines.read_line(&mut line).unwrap() > 0, "tern proxy exited");
+            if let Some((_, u)) = line.trim().split_once(" at http://") {
+                break format!("http://{u}");
+            }
+        };
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = lines.read_to_end(&mut sink);
+        });
+        Proxy { child, url, dir }
+    }
+
+    /// `tern SUB URL ARGS…` against the proxy, with no terminal.
+    fn tern(&self, sub: &str, args: &[&str]) -> super::common::Run {
+        let mut cmd = Command::new(tern_bin());
+        cmd.arg(sub)
+            .arg(&self.url)
+            .args(args)
+            .env("XDG_DATA_HOME", self.dir.path())
+            .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        run(cmd)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn legacy_server() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../interop/ts/legacy-server.mjs")
+        .display()
+        .to_string()
+}
+
+/// Issue 15, mode 1: the TypeScript SDK v1 client (2025-11-25) through the
+/// proxy to `tern serve` over HTTP: the deploy form and roots, sampling and
+/// a decline, each upstream round asked as server-initiated requests.
+#[test]
+#[cfg_attr(tern_no_ts_sdk, ignore = "the TypeScript SDK peer is not installed")]
+fn a_typescript_sdk_client_runs_the_workload_through_the_proxy_over_http() {
+    let server = Server::start();
+    let proxy = Proxy::start(&["--upstream", &server.url]);
+    let seen = super::interop::run(&["http", &proxy.url]);
+    super::interop::expect_the_workload_from(&seen, "tern-proxy");
+}
+
+/// The same through `tern proxy --stdio`, spawned by the SDK client, with
+/// `tern serve --stdio` as its upstream command.
+#[test]
+#[cfg_attr(tern_no_ts_sdk, ignore = "the TypeScript SDK peer is not installed")]
+fn a_typescript_sdk_client_runs_the_workload_through_the_proxy_over_stdio() {
+    let data = TempDir::new().unwrap();
+    let home = format!("XDG_DATA_HOME={}", data.path().display());
+    let upstream = format!("{} serve --stdio", tern_bin());
+    let seen = super::interop::run(&[
+        "stdio",
+        "env",
+        &home,
+        tern_bin(),
+        "proxy",
+        "--stdio",
+        "--upstream-cmd",
+        &upstream,
+    ]);
+    super::interop::expect_the_workload_from(&seen, "tern-proxy");
+}
+
+/// The Python SDK through the proxy in both of its modes: 2026-07-28 (the
+/// upstream's rounds under the proxy's state) and 2025-11-25.
+#[test]
+#[cfg_attr(tern_no_py_sdk, ignore = "the Python SDK peer is not installed")]
+fn a_python_sdk_client_runs_the_workload_through_the_proxy_in_both_eras() {
+    let server = Server::start();
+    let proxy = Proxy::start(&["--upstream", &server.url]);
+    let seen = super::interop_py::run(&["http", &proxy.url]);
+    super::interop_py::expect_the_workload_from(&seen, "2026-07-28", "tern-proxy");
+    let seen = super::interop_py::run(&["--revision", "2025-11-25", "http", &proxy.url]);
+    super::interop_py::expect_the_workload_from(&seen, "2025-11-25", "tern-proxy");
+}
+
+/// Issue 15, mode 2: `tern call` (2026-07-28) through the proxy to a
+/// 2025-11-25 server on the TypeScript SDK: its elicitation, sampling and
+/// roots requests arrive as input rounds keyed by method, and the answers
+/// go back as the responses to its requests.
+#[test]
+#[cfg_attr(tern_no_ts_sdk, ignore = "the TypeScript SDK peer is not installed")]
+fn tern_call_reaches_a_legacy_server_through_the_proxy() {
+    let cmd = format!("node '{}' stdio", legacy_server());
+    let proxy = Proxy::start(&["--upstream-cmd", &cmd]);
+    let answers = proxy.dir.path().join("answers.json");
+    std::fs::write(
+        &answers,
+        r#"{"elicitation/create": {"action": "accept", "content": {"quantity": 2, "gift": true}}}"#,
+    )
+    .unwrap();
+    let answers = answers.display().to_string();
+    let out = proxy.tern(
+        "call",
+        &[
+            "tool",
+            "confirm_order",
+            "item=book",
+            "--answers",
+            &answers,
+            "--json",
+        ],
+    );
+    out.ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "ordered 2 book as a gift"
+    );
+    let rounds = v["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2, "{v}");
+    assert_eq!(rounds[0]["resultType"], "input_required");
+    assert_eq!(
+        rounds[0]["inputRequests"]["elicitation/create"]["params"]["message"],
+        "Order book?"
+    );
+    // The proxy's own sealed state, not a legacy session's nothing.
+    assert!(
+        rounds[0]["requestStateBytes"].as_u64().unwrap() > 100,
+        "{v}"
+    );
+
+    proxy
+        .tern(
+            "call",
+            &[
+                "tool",
+                "summarize",
+                "text=a long story",
+                "--yes",
+                "--sampling-cmd",
+                "cat >/dev/null; echo short",
+            ],
+        )
+        .ok()
+        .says("summary: short");
+    let root = proxy.dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = std::fs::canonicalize(root).unwrap().display().to_string();
+    let out = proxy.tern("call", &["tool", "list_roots", "--root", &root]);
+    out.ok();
+    assert_eq!(out.stdout, format!("file://{root}\n"));
+    let declined = proxy.dir.path().join("decline.json");
+    std::fs::write(
+        &declined,
+        r#"{"elicitation/create": {"action": "decline"}}"#,
+    )
+    .unwrap();
+    proxy
+        .tern(
+            "call",
+            &[
+                "tool",
+                "confirm_order",
+                "item=pen",
+                "--answers",
+                &declined.display().to_string(),
+            ],
+        )
+        .ok()
+        .says("order declined");
+}
+
+/// Issue 15, mode 3: a gateway of `tern serve --stdio` and the 2025-11-25
+/// TypeScript server from one mcpServers file: `tern discover` lists both
+/// under their prefixes, and both are callable, the MRTR flow included.
+#[test]
+#[cfg_attr(tern_no_ts_sdk, ignore = "the TypeScript SDK peer is not installed")]
+fn a_gateway_serves_a_modern_and_a_legacy_server_from_one_file() {
+    let data = TempDir::new().unwrap();
+    let config = data.path().join("servers.json");
+    let file = json!({"mcpServers": {
+        "tern": {"command": tern_bin(), "args": ["serve", "--stdio"],
+                 "env": {"XDG_DATA_HOME": data.path().display().to_string()}},
+        "legacy": {"command": "node", "args": [legacy_server(), "stdio"]}
+    }});
+    std::fs::write(&config, file.to_string()).unwrap();
+    let proxy = Proxy::start(&["--config", &config.display().to_string()]);
+    let out = proxy.tern("discover", &["--json"]);
+    out.ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let mut tools: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    tools.sort_unstable();
+    assert_eq!(
+        tools,
+        [
+            "legacy__confirm_order",
+            "legacy__echo",
+            "legacy__list_roots",
+            "legacy__summarize",
+            "tern__ask_model",
+            "tern__count",
+            "tern__deploy",
+            "tern__echo",
+            "tern__login",
+            "tern__redeem"
+        ]
+    );
+    let resources = v["resources"].as_array().unwrap();
+    assert_eq!(resources[0]["_meta"]["tern/upstream"], "tern", "{v}");
+
+    proxy
+        .tern("call", &["tool", "legacy__echo", "text=old"])
+        .ok()
+        .says("old");
+    proxy
+        .tern("call", &["tool", "tern__echo", "text=new"])
+        .ok()
+        .says("new");
+    let root = std::fs::canonicalize(data.path())
+        .unwrap()
+        .display()
+        .to_string();
+    proxy
+        .tern(
+            "call",
+            &[
+                "tool",
+                "tern__deploy",
+                "environment=staging",
+                "--yes",
+                "--root",
+                &root,
+            ],
+        )
+        .ok()
+        .says("deployed to staging with 1 workspace root(s)");
+}
+
+/// An upstream command that exits is a clear error for the call it
+/// breaks, and is started again for the next.
+#[test]
+fn a_stdio_upstream_that_exits_is_restarted() {
+    let data = TempDir::new().unwrap();
+    // The first server lives one second; the ones after it live on.
+    let marker = data.path().join("started");
+    let cmd = format!(
+        "sh -c 'if [ -e {m} ]; then exec {t} serve --stdio; else touch {m}; exec timeout 1 {t} serve --stdio; fi'",
+        m = marker.display(),
+        t = tern_bin()
+    );
+    let proxy = Proxy::start(&["--upstream-cmd", &cmd]);
+    // The first child exits a second after starting.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let first = proxy.tern("call", &["tool", "echo", "text=one"]);
+    first.failed(1).says("is unavailable");
+    proxy
+        .tern("call", &["tool", "echo", "text=two"])
+        .ok()
+        .says("two");
+}
