@@ -67,11 +67,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         threads: None,
         resource_id: None,
         instances: 1,
-        auth: None,
-        issuer: None,
-        public_url: None,
-        scopes: Vec::new(),
-        tool_scopes: Vec::new(),
+        protect: crate::ProtectArgs::default(),
         metrics: None,
         log_format: crate::LogFormat::Text,
     };

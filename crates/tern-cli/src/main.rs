@@ -157,6 +157,22 @@ pub(crate) struct ServeArgs {
     /// replay store when above 1).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) instances: u32,
+    #[command(flatten)]
+    pub(crate) protect: ProtectArgs,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<String>,
+    /// The log format on stderr (the level comes from RUST_LOG or TERN_LOG;
+    /// default info: one line per request, every refused state with its
+    /// reason).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+}
+
+/// Who may call an HTTP endpoint (`tern serve`, `tern proxy`): bearer
+/// tokens checked against an issuer's keys or a token file (DIGEST §8).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ProtectArgs {
     /// Require a bearer token: `jwks:URL` or `jwks-file:PATH` (JWTs from
     /// --issuer), `hs256-env:VAR` (JWTs signed with the secret in VAR), or
     /// `tokens:FILE` (a token file). HTTP only.
@@ -176,14 +192,6 @@ pub(crate) struct ServeArgs {
     /// A scope a tool needs besides those, TOOL=SCOPE (repeatable).
     #[arg(long = "tool-scope", value_name = "TOOL=SCOPE")]
     pub(crate) tool_scopes: Vec<String>,
-    /// Serve Prometheus metrics at http://ADDR/metrics.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) metrics: Option<String>,
-    /// The log format on stderr (the level comes from RUST_LOG or TERN_LOG;
-    /// default info: one line per request, every refused state with its
-    /// reason).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    pub(crate) log_format: LogFormat,
 }
 
 /// `tern proxy`.
@@ -211,6 +219,10 @@ pub(crate) struct ProxyArgs {
     /// the sign-in kept by `tern login`).
     #[command(flatten)]
     pub(crate) auth: AuthArgs,
+    /// Who may call the proxy (HTTP): its clients' tokens; the principal
+    /// binds the proxy's states.
+    #[command(flatten)]
+    pub(crate) protect: ProtectArgs,
     /// The key ring file sealing the proxy's states (default: a random key
     /// for the life of the process).
     #[arg(long, value_name = "FILE")]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tern::client::Client;
-use tern::http::{Anonymous, HttpOptions, HttpTransport};
+use tern::http::{HttpOptions, HttpTransport};
 use tern::proxy::{Connect, Proxy, ProxyOptions};
 use tern::server::{Config, Server};
 use tern::stdio::StdioTransport;
@@ -203,8 +203,14 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
                 if args.log_format == crate::LogFormat::Text {
                     eprintln!("tern: proxying {} at {listen}", names.join(", "));
                 }
-                let app =
-                    tern::http::router(proxy.server(), HttpOptions::default(), Arc::new(Anonymous));
+                let public_url = args.protect.public_url.clone().unwrap_or(listen.clone());
+                let (auth, protected_resource) =
+                    crate::serve::protection(&args.protect, &public_url).await?;
+                let options = HttpOptions {
+                    protected_resource,
+                    ..HttpOptions::default()
+                };
+                let app = tern::http::router(proxy.server(), options, auth);
                 let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
                     let _ = tcp.set_nodelay(true);
                 });

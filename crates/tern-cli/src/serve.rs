@@ -17,7 +17,7 @@ use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore};
 use tern::server::{Config, Server};
 
 use crate::workload::{self, Logins};
-use crate::{LogFormat, ServeArgs};
+use crate::{LogFormat, ProtectArgs, ServeArgs};
 
 /// The platform data directory: `$XDG_DATA_HOME/tern`, else
 /// `~/.local/share/tern`.
@@ -368,8 +368,8 @@ pub(crate) fn serve_metrics(
 }
 
 /// The authenticator and resource metadata `--auth` asks for.
-async fn protection(
-    args: &ServeArgs,
+pub(crate) async fn protection(
+    args: &ProtectArgs,
     public_url: &str,
 ) -> Result<(Arc<dyn Authenticate>, Option<ProtectedResource>), String> {
     let Some(mode) = &args.auth else {
@@ -469,10 +469,11 @@ pub(crate) async fn serve_http(
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     prepared.logins.set_base_url(format!("http://{local}"));
     let public_url = args
+        .protect
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{local}/mcp"));
-    let (auth, protected_resource) = protection(args, &public_url).await?;
+    let (auth, protected_resource) = protection(&args.protect, &public_url).await?;
     let options = HttpOptions {
         protected_resource,
         ..HttpOptions::default()

@@ -303,3 +303,76 @@ fn a_stdio_upstream_that_exits_is_restarted() {
         .ok()
         .says("two");
 }
+
+/// One JSON POST to `url` with `token`, over a plain socket: (status, body).
+fn post_json(url: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
+    use std::io::Write;
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    let body = body.to_string();
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        s,
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: deploy\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (
+        status,
+        serde_json::from_str(body.trim()).unwrap_or(Value::Null),
+    )
+}
+
+/// Issue 15 point 4: the proxy checks its own clients' tokens, and the
+/// principal binds its state: a state issued to one client is refused for
+/// another (-32602), and accepted for its own.
+#[test]
+fn the_proxys_state_is_bound_to_its_clients_principal() {
+    let server = Server::start();
+    let dir = TempDir::new().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice token-of-alice\nbob token-of-bob\n").unwrap();
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &server.url,
+        "--auth",
+        &format!("tokens:{}", tokens.display()),
+    ]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}, "roots": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+    });
+    let first = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"_meta": meta, "name": "deploy", "arguments": {"environment": "staging"}}});
+    let (status, _) = post_json(&proxy.url, None, &first);
+    assert_eq!(status, 401);
+    let (status, r) = post_json(&proxy.url, Some("token-of-alice"), &first);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let mut again = first.clone();
+    again["id"] = json!(2);
+    again["params"]["requestState"] = r["result"]["requestState"].clone();
+    again["params"]["inputResponses"] = json!({
+        "deployment_approval": {"action": "accept", "content": {"approved": true}},
+        "workspace_roots": {"roots": [{"uri": "file:///work"}]}
+    });
+    let keys: Vec<&String> = r["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["deployment_approval", "workspace_roots"], "{r}");
+    let (_, stolen) = post_json(&proxy.url, Some("token-of-bob"), &again);
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+    let (_, own) = post_json(&proxy.url, Some("token-of-alice"), &again);
+    assert_eq!(
+        own["result"]["content"][0]["text"], "deployed to staging with 1 workspace root(s)",
+        "{own}"
+    );
+}
