@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tern_client::Client;
 use tern_server::{
-    Ask, BoxFuture, Capabilities, Error, Meta, Outcome, PromptDef, RawArgs, ResourceDef, Resumed,
-    Server, TemplateDef, ToolDef, Uri,
+    Ask, BoxFuture, CallContext, Capabilities, Error, FromCall, Log, Meta, Outcome, Progress,
+    PromptDef, RawArgs, ResourceDef, Resumed, Server, TemplateDef, ToolDef, Uri,
 };
 use tern_types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -95,14 +95,38 @@ fn owned(mut entry: Map<String, Value>, up: &Upstream) -> Map<String, Value> {
     entry
 }
 
-fn forward(
-    up: &Arc<Upstream>,
-    shared: &Arc<Shared>,
+/// What every route's handler takes from the call.
+struct Taken {
     ask: Ask,
     caps: Capabilities,
-    meta: &Meta,
-) -> Forward {
+    meta: Meta,
+    progress: Progress,
+    log: Log,
+}
+
+impl FromCall for Taken {
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Taken {
+            ask: Ask::from_call(cx)?,
+            caps: Capabilities::from_call(cx)?,
+            meta: Meta::from_call(cx)?,
+            progress: Progress::from_call(cx)?,
+            log: Log::from_call(cx)?,
+        })
+    }
+}
+
+fn forward(up: &Arc<Upstream>, shared: &Arc<Shared>, t: Taken) -> Forward {
+    let Taken {
+        ask,
+        caps,
+        meta,
+        progress,
+        log,
+    } = t;
     Forward {
+        progress,
+        log,
         up: up.clone(),
         shared: shared.clone(),
         ask,
@@ -125,12 +149,8 @@ fn named(name: &str, args: Map<String, Value>) -> Map<String, Value> {
 
 fn tool_route(up: &Arc<Upstream>, shared: &Arc<Shared>, tool: &Tool) -> ToolDef {
     let (u, s, inner) = (up.clone(), shared.clone(), tool.name.clone());
-    let handler = move |RawArgs(args): RawArgs,
-                        ask: Ask,
-                        Resumed(cont): Resumed<Cont>,
-                        caps: Capabilities,
-                        meta: Meta| {
-        let f = forward(&u, &s, ask, caps, &meta);
+    let handler = move |RawArgs(args): RawArgs, Resumed(cont): Resumed<Cont>, t: Taken| {
+        let f = forward(&u, &s, t);
         let params = named(&inner, args);
         async move { f.run::<CallToolResult>(params, cont).await }
     };
@@ -140,12 +160,8 @@ fn tool_route(up: &Arc<Upstream>, shared: &Arc<Shared>, tool: &Tool) -> ToolDef 
 
 fn prompt_route(up: &Arc<Upstream>, shared: &Arc<Shared>, prompt: &Prompt) -> PromptDef {
     let (u, s, inner) = (up.clone(), shared.clone(), prompt.name.clone());
-    let handler = move |RawArgs(args): RawArgs,
-                        ask: Ask,
-                        Resumed(cont): Resumed<Cont>,
-                        caps: Capabilities,
-                        meta: Meta| {
-        let f = forward(&u, &s, ask, caps, &meta);
+    let handler = move |RawArgs(args): RawArgs, Resumed(cont): Resumed<Cont>, t: Taken| {
+        let f = forward(&u, &s, t);
         let params = named(&inner, args);
         async move { f.run::<GetPromptResult>(params, cont).await }
     };
@@ -158,14 +174,14 @@ fn prompt_route(up: &Arc<Upstream>, shared: &Arc<Shared>, prompt: &Prompt) -> Pr
 fn read_handler(
     up: &Arc<Upstream>,
     shared: &Arc<Shared>,
-) -> impl Fn(Uri, Ask, Resumed<Cont>, Capabilities, Meta) -> BoxFuture<Result<Outcome, Error>>
+) -> impl Fn(Uri, Resumed<Cont>, Taken) -> BoxFuture<Result<Outcome, Error>>
 + Clone
 + Send
 + Sync
 + 'static {
     let (u, s) = (up.clone(), shared.clone());
-    move |Uri(uri), ask, Resumed(cont), caps, meta| {
-        let f = forward(&u, &s, ask, caps, &meta);
+    move |Uri(uri), Resumed(cont), t| {
+        let f = forward(&u, &s, t);
         let mut params = Map::new();
         params.insert("uri".into(), json!(uri));
         Box::pin(async move { f.run::<ReadResourceResult>(params, cont).await })

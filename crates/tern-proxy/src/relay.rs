@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use tern_client::{CallOptions, CancelToken, Era, FlowResult, PendingCall, Step};
 use tern_proto::McpError;
 use tern_seal::random_bytes;
-use tern_server::{Ask, Error, IntoOutcome, Json, Need, Outcome, Pending};
-use tern_types::{ClientCapabilities, InputRequests, InputResponses};
+use tern_server::{Ask, Error, IntoOutcome, Json, Log, Need, Outcome, Pending, Progress};
+use tern_types::{ClientCapabilities, InputRequests, InputResponses, Notification};
 use tokio::sync::mpsc;
 
 use crate::Shared;
@@ -45,6 +45,8 @@ pub(crate) struct Forward {
     pub(crate) ask: Ask,
     pub(crate) caps: ClientCapabilities,
     pub(crate) traceparent: Option<String>,
+    pub(crate) progress: Progress,
+    pub(crate) log: Log,
 }
 
 impl Forward {
@@ -55,7 +57,44 @@ impl Forward {
         if let Some(tp) = &self.traceparent {
             o = o.traceparent(tp.clone());
         }
+        if let Some(level) = self.log.level() {
+            o = o.log_level(level);
+        }
+        if self.progress.wanted() || self.log.level().is_some() {
+            o = o.on_notification(self.relay_notifications());
+        }
         o
+    }
+
+    /// Passes the upstream's progress and log notifications on to the
+    /// client, in order, for as long as the call's options live.
+    fn relay_notifications(&self) -> impl Fn(&Notification) + Send + Sync + 'static {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
+        let (progress, log) = (self.progress.clone(), self.log.clone());
+        tokio::spawn(async move {
+            while let Some(n) = rx.recv().await {
+                let p = n.params.unwrap_or_default();
+                match n.method.as_str() {
+                    "notifications/progress" => {
+                        let Some(done) = p.get("progress").and_then(Value::as_f64) else {
+                            continue;
+                        };
+                        let total = p.get("total").and_then(Value::as_f64);
+                        let message = p.get("message").and_then(Value::as_str);
+                        progress.notify(done, total, message).await;
+                    }
+                    "notifications/message" => {
+                        let level = p.get("level").and_then(Value::as_str).unwrap_or("info");
+                        let data = p.get("data").cloned().unwrap_or(Value::Null);
+                        log.log(level, data).await;
+                    }
+                    _ => {}
+                }
+            }
+        });
+        move |n: &Notification| {
+            let _ = tx.send(n.clone());
+        }
     }
 
     /// Runs one downstream round of a call whose upstream params are

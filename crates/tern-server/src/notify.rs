@@ -102,6 +102,12 @@ impl Log {
             .await;
     }
 
+    /// The level the request opted into, if any (a proxy asks its upstream
+    /// for the same).
+    pub fn level(&self) -> Option<&'static str> {
+        self.level.and_then(|l| LOG_LEVELS.get(l).copied())
+    }
+
     /// Logs at `info`.
     pub async fn info(&self, data: Value) {
         self.log("info", data).await;

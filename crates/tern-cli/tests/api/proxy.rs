@@ -376,3 +376,17 @@ fn the_proxys_state_is_bound_to_its_clients_principal() {
         "{own}"
     );
 }
+
+/// The upstream's progress and log notifications reach the client through
+/// the proxy, at the level the client asked for.
+#[test]
+fn progress_and_logs_pass_through() {
+    let server = Server::start();
+    let proxy = Proxy::start(&["--upstream", &server.url]);
+    proxy
+        .tern("call", &["tool", "count", "to=2"])
+        .ok()
+        .says("[info] counted 1")
+        .says("[info] counted 2")
+        .says("counted to 2");
+}
