@@ -355,7 +355,7 @@ fn the_proxys_state_is_bound_to_its_clients_principal() {
     let (status, r) = post_json(&proxy.url, Some("token-of-alice"), &first);
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
-    let mut again = first.clone();
+    let mut again = first;
     again["id"] = json!(2);
     again["params"]["requestState"] = r["result"]["requestState"].clone();
     again["params"]["inputResponses"] = json!({
