@@ -10,7 +10,7 @@ use std::time::Duration;
 use tern::client::Client;
 use tern::http::{HttpOptions, HttpTransport};
 use tern::proxy::{Connect, Proxy, ProxyOptions};
-use tern::server::{Config, Server};
+use tern::server::Server;
 use tern::stdio::StdioTransport;
 use tern::types::Implementation;
 
@@ -98,23 +98,6 @@ fn upstreams(args: &ProxyArgs) -> Result<Vec<(String, Connect)>, String> {
         .collect()
 }
 
-fn config(args: &ProxyArgs) -> Result<Config, String> {
-    let mut config = Config::default();
-    if let Some(t) = args.state_ttl {
-        if !(1..=3600).contains(&t) {
-            return Err(format!("--state-ttl {t}: must be from 1 to 3600 seconds"));
-        }
-        config.state_ttl = Duration::from_secs(t);
-    }
-    if let Some(r) = args.max_rounds {
-        if r == 0 {
-            return Err("--max-rounds must be at least 1".to_owned());
-        }
-        config.max_rounds = r;
-    }
-    Ok(config)
-}
-
 fn options(args: &ProxyArgs) -> Result<ProxyOptions, String> {
     if args.pending_ttl == 0 || args.upstream_timeout == 0 || args.max_pending == 0 {
         return Err(
@@ -141,7 +124,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             (None, false) => Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
         };
         let upstreams = upstreams(&args)?;
-        let config = config(&args)?;
+        let config = crate::serve::limits(args.state_ttl, args.max_rounds)?;
         let options = options(&args)?;
         let metrics = match &args.metrics {
             Some(a) => Some(

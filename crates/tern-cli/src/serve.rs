@@ -140,22 +140,29 @@ pub(crate) struct Prepared {
     pub(crate) replay: String,
 }
 
-/// Builds the reference server from the flags. Every flag is checked
-/// before the key file or the replay store is touched.
-pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
+/// The server limits of `--state-ttl` and `--max-rounds` (`tern serve`,
+/// `tern proxy`).
+pub(crate) fn limits(state_ttl: Option<u64>, max_rounds: Option<u8>) -> Result<Config, String> {
     let mut config = Config::default();
-    if let Some(t) = args.state_ttl {
+    if let Some(t) = state_ttl {
         if !(1..=3600).contains(&t) {
             return Err(format!("--state-ttl {t}: must be from 1 to 3600 seconds"));
         }
         config.state_ttl = Duration::from_secs(t);
     }
-    if let Some(r) = args.max_rounds {
+    if let Some(r) = max_rounds {
         if r == 0 {
             return Err("--max-rounds must be at least 1".to_owned());
         }
         config.max_rounds = r;
     }
+    Ok(config)
+}
+
+/// Builds the reference server from the flags. Every flag is checked
+/// before the key file or the replay store is touched.
+pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
+    let config = limits(args.state_ttl, args.max_rounds)?;
     if args.instances == 0 {
         return Err("--instances must be at least 1".to_owned());
     }

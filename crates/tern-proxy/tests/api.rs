@@ -272,24 +272,31 @@ async fn the_clients_capabilities_are_forwarded_per_request() {
     );
 }
 
+/// A scripted 2026-07-28 upstream listing one tool `t`, whose calls are
+/// answered by `call`.
+fn one_tool(call: impl Fn() -> Answer + Send + Sync + 'static) -> Scripted {
+    Scripted::new(
+        move |req, _| match req["method"].as_str().unwrap_or_default() {
+            "server/discover" => Answer::Result(json!({
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}}, "ttlMs": 0
+            })),
+            "tools/list" => Answer::Result(json!({
+                "resultType": "complete",
+                "tools": [{"name": "t", "inputSchema": {"type": "object"}}], "ttlMs": 0
+            })),
+            "tools/call" => call(),
+            _ => Answer::Error(json!({"code": -32601, "message": "Method not found"})),
+        },
+    )
+}
+
 /// An upstream whose answer is not a valid result: a clear error naming
 /// it, and the proxy keeps serving.
 #[tokio::test]
 async fn an_upstream_answering_garbage_is_a_clear_error() {
-    let script = Scripted::new(|req, _| match req["method"].as_str().unwrap_or_default() {
-        "server/discover" => Answer::Result(json!({
-            "resultType": "complete", "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}}, "ttlMs": 0
-        })),
-        "tools/list" => Answer::Result(json!({
-            "resultType": "complete",
-            "tools": [{"name": "t", "inputSchema": {"type": "object"}}], "ttlMs": 0
-        })),
-        "prompts/list" | "resources/list" | "resources/templates/list" => {
-            Answer::Error(json!({"code": -32601, "message": "Method not found"}))
-        }
-        _ => Answer::Result(json!({"resultType": "complete", "content": "not blocks"})),
-    });
+    let script =
+        one_tool(|| Answer::Result(json!({"resultType": "complete", "content": "not blocks"})));
     let proxy = proxy_of(vec![("odd", connect(script))], quick()).await;
     let r = send(&proxy, &call("t", json!({}), json!({}))).await;
     assert_eq!(code(&r), UPSTREAM_ERROR, "{r}");
@@ -300,20 +307,7 @@ async fn an_upstream_answering_garbage_is_a_clear_error() {
 /// An upstream that never answers: -31001 after the upstream timeout.
 #[tokio::test]
 async fn an_upstream_that_hangs_times_out() {
-    let script = Scripted::new(|req, _| match req["method"].as_str().unwrap_or_default() {
-        "server/discover" => Answer::Result(json!({
-            "resultType": "complete", "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}}, "ttlMs": 0
-        })),
-        "tools/list" => Answer::Result(json!({
-            "resultType": "complete",
-            "tools": [{"name": "t", "inputSchema": {"type": "object"}}], "ttlMs": 0
-        })),
-        "prompts/list" | "resources/list" | "resources/templates/list" => {
-            Answer::Error(json!({"code": -32601, "message": "Method not found"}))
-        }
-        _ => Answer::Silence,
-    });
+    let script = one_tool(|| Answer::Silence);
     let options = ProxyOptions {
         upstream_timeout: Duration::from_millis(200),
         ..quick()

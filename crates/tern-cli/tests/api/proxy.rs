@@ -4,14 +4,14 @@
 //! server on the TypeScript SDK that elicits, samples and lists roots; and
 //! a gateway of both from one mcpServers file.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::common::{Server, run, tern_bin};
+use super::common::{Server, listening, run, tern_bin};
 
 /// `tern proxy --http 127.0.0.1:0 ARGS…`, its data in a temp dir.
 struct Proxy {
@@ -23,28 +23,14 @@ struct Proxy {
 impl Proxy {
     fn start(args: &[&str]) -> Proxy {
         let dir = TempDir::new().unwrap();
-        let mut child = Command::new(tern_bin())
-            .args(["proxy", "--http", "127.0.0.1:0"])
+        let mut cmd = Command::new(tern_bin());
+        cmd.args(["proxy", "--http", "127.0.0.1:0"])
             .args(args)
             .env("XDG_DATA_HOME", dir.path())
-            .env("XDG_CACHE_HOME", dir.path().join("cache"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            assert!(lines.read_line(&mut line).unwrap() > 0, "tern proxy exited");
-            if let Some((_, u)) = line.trim().split_once(" at http://") {
-                break format!("http://{u}");
-            }
-        };
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = lines.read_to_end(&mut sink);
+            .env("XDG_CACHE_HOME", dir.path().join("cache"));
+        let (child, url) = listening(cmd, |line| {
+            line.split_once(" at http://")
+                .map(|(_, u)| format!("http://{u}"))
         });
         Proxy { child, url, dir }
     }

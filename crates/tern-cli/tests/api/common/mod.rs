@@ -37,32 +37,41 @@ impl Server {
     /// `tern serve --http ADDR ARGS…` with `env` set.
     pub fn start_at(addr: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let dir = TempDir::new().unwrap();
-        let mut child = Command::new(tern_bin())
-            .args(["serve", "--http", addr])
+        let mut cmd = Command::new(tern_bin());
+        cmd.args(["serve", "--http", addr])
             .args(args)
             .envs(env.iter().copied())
-            .env("XDG_DATA_HOME", dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            assert!(lines.read_line(&mut line).unwrap() > 0, "tern serve exited");
-            if let Some(u) = line.trim().strip_prefix("tern: serving ") {
-                break u.to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = lines.read_to_end(&mut sink);
+            .env("XDG_DATA_HOME", dir.path());
+        let (child, url) = listening(cmd, |line| {
+            line.strip_prefix("tern: serving ").map(str::to_owned)
         });
         Server { child, url, dir }
     }
+}
+
+/// Spawns `cmd` and reads its stderr until `url_in` finds the URL it
+/// serves; stderr is drained from then on, so the child never blocks.
+pub fn listening(mut cmd: Command, url_in: impl Fn(&str) -> Option<String>) -> (Child, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(lines.read_line(&mut line).unwrap() > 0, "the server exited");
+        if let Some(u) = url_in(line.trim()) {
+            break u;
+        }
+    };
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = lines.read_to_end(&mut sink);
+    });
+    (child, url)
 }
 
 impl Drop for Server {
