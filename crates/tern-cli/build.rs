@@ -47,6 +47,18 @@ fn main() {
         );
         println!("cargo::rustc-cfg=tern_no_py_sdk");
     }
+    // The TypeScript SDK v2 line (2026-07-28), whose deploy server `tern
+    // probe` is run against (`npm ci` in interop/ts2).
+    println!("cargo::rustc-check-cfg=cfg(tern_no_ts2_sdk)");
+    let ts2 = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../interop/ts2/node_modules/@modelcontextprotocol/server/package.json");
+    println!("cargo::rerun-if-changed={}", ts2.display());
+    if !(ci || (node && ts2.is_file())) {
+        println!(
+            "cargo::warning=the TypeScript SDK v2 peer is not installed: its probe test is skipped here (CI requires it; run `npm ci` in interop/ts2)"
+        );
+        println!("cargo::rustc-cfg=tern_no_ts2_sdk");
+    }
     // The authorization server of the OAuth end-to-end test (`npm ci` in
     // interop/as).
     println!("cargo::rustc-check-cfg=cfg(tern_no_as)");

@@ -412,6 +412,10 @@ pub(crate) struct ProbeArgs {
     /// The most requests the probe sends.
     #[arg(long, value_name = "N", default_value_t = 600)]
     pub(crate) max_requests: usize,
+    /// Another client's bearer token, in this environment variable: its
+    /// retry of the probe's state must be refused (HTTP).
+    #[arg(long, value_name = "VAR")]
+    pub(crate) other_bearer_env: Option<String>,
 }
 
 /// `tern discover`.

@@ -92,6 +92,8 @@ struct Case {
 /// The connection and the flow under probe.
 struct Probe {
     transport: Arc<dyn Transport>,
+    /// The same server as another principal (`--other-bearer-env`).
+    other: Option<Arc<dyn Transport>>,
     http: bool,
     next_id: AtomicI64,
     sent: AtomicUsize,
@@ -107,6 +109,19 @@ impl Probe {
     /// (or `headers` when a case forges them).
     async fn send_with(
         &self,
+        method: &str,
+        params: Value,
+        caps: &Value,
+        name_header: Option<&str>,
+    ) -> Reply {
+        self.send_via(&self.transport, method, params, caps, name_header)
+            .await
+    }
+
+    /// [`Probe::send_with`] over `transport` (another principal's).
+    async fn send_via(
+        &self,
+        transport: &Arc<dyn Transport>,
         method: &str,
         mut params: Value,
         caps: &Value,
@@ -153,7 +168,7 @@ impl Probe {
         };
         let frames = match tokio::time::timeout(
             std::time::Duration::from_secs(10),
-            self.transport.request(request),
+            transport.request(request),
         )
         .await
         {
@@ -450,8 +465,13 @@ pub(crate) fn run(mut args: ProbeArgs) -> Result<ExitCode, String> {
             Ok(t) => t,
             Err(e) => return Ok(usage(&e)),
         };
+        let other = match other_principal(&args) {
+            Ok(o) => o,
+            Err(e) => return Ok(usage(&e)),
+        };
         let mut probe = Probe {
             transport,
+            other,
             http,
             next_id: AtomicI64::new(1),
             sent: AtomicUsize::new(0),
@@ -461,6 +481,20 @@ pub(crate) fn run(mut args: ProbeArgs) -> Result<ExitCode, String> {
             args: tool_args,
             scripted,
         };
+        if let Some(version) = legacy_only(&probe).await {
+            probe.tool = args.tool.clone().unwrap_or_default();
+            let case = Case {
+                family: "era",
+                id: "a 2026-07-28 server".to_owned(),
+                rule: "VER-S4",
+                level: Level::Advice,
+                status: Status::Skip,
+                reason: format!(
+                    "the server speaks {version} only: its calls carry no requestState, so no multi round-trip case applies (tern proxy puts it behind a 2026-07-28 endpoint whose states this probe checks)"
+                ),
+            };
+            return report(&probe, &[case], &args);
+        }
         let tool = match pick_tool(&mut probe, args.tool.as_deref()).await {
             Ok(t) => t,
             Err(e) => {
@@ -474,11 +508,55 @@ pub(crate) fn run(mut args: ProbeArgs) -> Result<ExitCode, String> {
     })
 }
 
+/// The era check (COMPAT-C5): `server/discover` first; a server that does
+/// not answer it as a 2026-07-28 server and accepts a 2025-11-25
+/// `initialize` speaks only the older revision, whose version is returned.
+async fn legacy_only(p: &Probe) -> Option<String> {
+    if let Reply::Complete(d) = p.send("server/discover", json!({})).await
+        && d.get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|v| v.iter().any(|v| v == VERSION))
+    {
+        return None;
+    }
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "tern-probe", "version": env!("CARGO_PKG_VERSION")}});
+    match p.send("initialize", init).await {
+        Reply::Complete(r) => r
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .filter(|v| *v != VERSION)
+            .map(str::to_owned),
+        _ => None,
+    }
+}
+
 /// The `--answers` file, checked like `tern call`'s, as raw JSON.
 fn load_answers(path: &Path) -> Result<Map<String, Value>, String> {
     crate::provider::Answers::load(path)?;
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The server as another principal: the URL with `--other-bearer-env`'s
+/// token instead of the probe's own credentials.
+fn other_principal(args: &ProbeArgs) -> Result<Option<Arc<dyn Transport>>, String> {
+    let Some(var) = &args.other_bearer_env else {
+        return Ok(None);
+    };
+    let url = args
+        .target
+        .url
+        .as_deref()
+        .ok_or("--other-bearer-env needs the server's URL (HTTP)")?;
+    let auth = crate::AuthArgs {
+        bearer_env: Some(var.clone()),
+        ..crate::AuthArgs::default()
+    };
+    let options = crate::signin::http_options(url, &auth, false)?;
+    let transport =
+        tern::http::HttpTransport::with_options(url, options).map_err(|e| format!("{url}: {e}"))?;
+    Ok(Some(Arc::new(transport)))
 }
 
 async fn connect(args: &ProbeArgs) -> Result<(Arc<dyn Transport>, bool), String> {
@@ -703,6 +781,63 @@ async fn cases(p: &Probe, args: &ProbeArgs) -> Vec<Case> {
         "MRTR-SEC3",
         Level::Should,
         must_refuse(&r),
+    );
+    let resources = match p.send("resources/list", json!({})).await {
+        Reply::Complete(r) => r
+            .get("resources")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let uri = resources
+        .first()
+        .and_then(|r| r.get("uri"))
+        .and_then(Value::as_str);
+    let cross = match uri {
+        Some(uri) => must_refuse(
+            &p.send(
+                "resources/read",
+                json!({"uri": uri, "requestState": fresh_state(p).await, "inputResponses": good}),
+            )
+            .await,
+        ),
+        None => (Status::Skip, "the server lists no resource".to_owned()),
+    };
+    add(
+        "bindings",
+        "another method (resources/read)",
+        "MRTR-SEC3",
+        Level::Should,
+        cross,
+    );
+    // MRTR-SEC3: the state is bound to the principal it was issued to.
+    let other = match &p.other {
+        Some(t) => {
+            let state = fresh_state(p).await;
+            must_refuse(
+                &p.send_via(
+                    t,
+                    "tools/call",
+                    json!({"name": p.tool, "arguments": p.args, "requestState": state, "inputResponses": good}),
+                    &p.caps,
+                    None,
+                )
+                .await,
+            )
+        }
+        None => (
+            Status::Skip,
+            "give --other-bearer-env VAR (another client's token) where the server authenticates"
+                .to_owned(),
+        ),
+    };
+    add(
+        "bindings",
+        "another principal",
+        "MRTR-SEC3",
+        Level::Should,
+        other,
     );
 
     // Answers (MRTR-E2, MRTR-E3, MRTR-E-A2, MRTR-E4, ROOT-1).

@@ -588,6 +588,9 @@ impl Client {
             let Connection::Legacy(session) = &*connection else {
                 return self.send_modern(call).await;
             };
+            if let Some(level) = &call.opts.log_level {
+                Box::pin(self.set_session_log_level(session, level)).await;
+            }
             match Box::pin(self.send_legacy(call, Some(&session.version))).await {
                 Err(e) if e.is_session_expired() && !reopened => {
                     tracing::debug!("the server forgot the session; opening a new one");

@@ -84,6 +84,8 @@ impl Connection {
 pub(crate) struct LegacySession {
     pub(crate) version: String,
     pub(crate) init: InitializeResult,
+    /// The level last set with `logging/setLevel` in this session.
+    pub(crate) log_level: tokio::sync::Mutex<Option<String>>,
 }
 
 /// Codes that only a modern server sends (COMPAT-C-A1); `-32602` is not
@@ -280,7 +282,37 @@ impl Client {
         )
         .await?;
         tracing::debug!(%version, server = %init.server_info.name, "2025-11-25 session open");
-        Ok(LegacySession { version, init })
+        Ok(LegacySession {
+            version,
+            init,
+            log_level: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// A 2025-11-25 session has no per-request log level: a call that asks
+    /// for log messages sets the session's level first with
+    /// `logging/setLevel`, when the server offers logging and the level
+    /// differs from the one set last. A refusal is not the call's failure.
+    pub(crate) async fn set_session_log_level(&self, session: &LegacySession, level: &str) {
+        if !session.init.capabilities.contains_key("logging") {
+            return;
+        }
+        let mut set = session.log_level.lock().await;
+        if set.as_deref() == Some(level) {
+            return;
+        }
+        let mut params = Map::new();
+        params.insert("level".into(), json!(level));
+        let opts = crate::CallOptions::default();
+        let call = Call {
+            method: legacy::LOGGING_SET_LEVEL,
+            params,
+            opts: &opts,
+        };
+        match self.send_legacy_once(&call, Some(&session.version)).await {
+            Ok(_) => *set = Some(level.to_owned()),
+            Err(e) => tracing::debug!(error = %e, "the server refused logging/setLevel"),
+        }
     }
 
     /// A `DiscoverResult` made from the session's `initialize` answer, so

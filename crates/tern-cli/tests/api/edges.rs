@@ -287,9 +287,11 @@ fn progress_and_logs_are_shown_in_both_eras() {
         .ok()
         .says("[####################] 100% step 2")
         .says("[info] counted 2");
+    // A 2025-11-25 session: the level is set with logging/setLevel first.
     t.call(&["tool", "count", "to=2", "--era", "legacy"])
         .ok()
         .says("[####################] 100% step 2")
+        .says("[info] counted 2")
         .says("counted to 2");
 }
 

@@ -1,5 +1,6 @@
-//! `tern probe` against `tern serve` (every case passes) and against a
-//! deliberately careless server (exactly the matching cases fail).
+//! `tern probe` against `tern serve` (every case passes), against the
+//! Python and TypeScript SDKs' servers (their outcomes recorded), and
+//! against deliberately careless servers (exactly the matching cases fail).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -241,6 +242,65 @@ fn the_python_sdk_server_as_recorded() {
     }
 }
 
+/// The TypeScript SDK v2 line's server (`@modelcontextprotocol/server`
+/// 2.4.0), as recorded, with the SDK's own codec (HMAC, bound to the method
+/// as its documentation suggests): it refuses every altered state and
+/// gates on capabilities, but its state does not bind the arguments, it
+/// takes `inputResponses: null` as no answers, its helpers read a decline
+/// and a cancel alike (both re-ask), a root is not checked to be a file
+/// URI, there is no round ceiling, and `inputResponses` on other methods
+/// are ignored. No MUST fails. A change in the SDK shows here.
+#[test]
+#[cfg_attr(
+    tern_no_ts2_sdk,
+    ignore = "the TypeScript SDK v2 peer is not installed"
+)]
+fn the_typescript_sdk_server_as_recorded() {
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../interop/ts2/deploy-server.mjs");
+    let cmd = format!("node '{}'", server.display());
+    let r = tern(&[
+        "probe",
+        "--cmd",
+        &cmd,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--json",
+    ]);
+    r.ok();
+    let all = statuses(&r);
+    let fails: Vec<&str> = all
+        .iter()
+        .filter(|(_, s)| *s == "FAIL")
+        .map(|(c, _)| c.as_str())
+        .collect();
+    assert_eq!(
+        fails,
+        [
+            "answers: deployment_approval: decline and cancel told apart",
+            "answers: inputResponses null",
+            "answers: workspace_roots: a root that is not a file URI",
+            "bindings: other arguments",
+            "gates: inputResponses on tools/list",
+            "rounds: a round ceiling",
+        ],
+        "{all:#?}"
+    );
+    for case in [
+        "baseline: flow completes",
+        "integrity: forged",
+        "integrity: bit flip in the middle",
+        "integrity: oversized (1 MiB)",
+        "answers: deployment_approval: content against the schema",
+        "answers: deployment_approval: an answer of the wrong kind",
+        "gates: no capability declared",
+        "liveness: the server still answers",
+    ] {
+        assert_eq!(all[case], "PASS", "{case}: {all:#?}");
+    }
+}
+
 /// A server with a sealed (HMAC) state bound to the arguments, whose flags
 /// switch on the round ceiling (`ceiling`) and single use (`once`): the
 /// probe must fail exactly the cases of the fault left in.
@@ -356,5 +416,78 @@ fn one_fault_fails_exactly_its_cases() {
     assert_eq!(
         careful_failures("once"),
         [advice[0], advice[1], "rounds: a round ceiling"]
+    );
+}
+
+/// A 2025-11-25 server has no requestState: the probe finds its era and
+/// says so (one skipped case, exit 0) instead of failing cases that do not
+/// apply.
+#[test]
+#[cfg_attr(tern_no_ts_sdk, ignore = "the TypeScript SDK peer is not installed")]
+fn a_legacy_server_is_recognised_and_skipped() {
+    let server =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/ts/legacy-server.mjs");
+    let cmd = format!("node '{}' stdio", server.display());
+    let r = tern(&["probe", "--cmd", &cmd, "--json"]);
+    r.ok();
+    let all = statuses(&r);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all["era: a 2026-07-28 server"], "SKIP");
+    r.says("speaks 2025-11-25 only");
+}
+
+/// `--state-ttl`: the probe waits out the lifetime (and the 30 s skew a
+/// server may allow) and checks the state is refused then.
+#[test]
+fn an_expired_state_is_refused() {
+    let s = Server::start_with(&["--state-ttl", "1"], &[]);
+    let r = tern(&[
+        "probe",
+        &s.url,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--state-ttl",
+        "1",
+        "--json",
+    ]);
+    r.ok();
+    assert_eq!(
+        statuses(&r)["expiry: a state past its lifetime"],
+        "PASS",
+        "{r:#?}"
+    );
+}
+
+/// Where the server authenticates, `--other-bearer-env` replays the
+/// probe's state as another client: `tern serve` refuses it.
+#[test]
+fn a_state_is_refused_to_another_principal() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice token-of-alice\nbob token-of-bob\n").unwrap();
+    let s = Server::start_with(&["--auth", &format!("tokens:{}", tokens.display())], &[]);
+    let mut cmd = Command::new(tern_bin());
+    cmd.args([
+        "probe",
+        &s.url,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--bearer-env",
+        "ALICE",
+        "--other-bearer-env",
+        "BOB",
+        "--json",
+    ])
+    .env("ALICE", "token-of-alice")
+    .env("BOB", "token-of-bob");
+    let r = run(cmd);
+    r.ok();
+    let all = statuses(&r);
+    assert_eq!(all["bindings: another principal"], "PASS", "{all:#?}");
+    assert_eq!(
+        all["bindings: another method (resources/read)"], "PASS",
+        "{all:#?}"
     );
 }
