@@ -384,7 +384,15 @@ fn flipped(state: &str, at: f64) -> String {
         reason = "a position within a short string"
     )]
     let i = ((b.len() - 1) as f64 * at) as usize;
-    b[i] = if b[i] == b'A' { b'B' } else { b'A' };
+    // In base64 the last character may carry unused low bits that a lenient
+    // decoder ignores; flipping the character's high bit always changes the
+    // bytes it encodes.
+    const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    b[i] = match B64URL.iter().position(|c| *c == b[i]) {
+        Some(v) => B64URL[v ^ 0x20],
+        None if b[i] == b'A' => b'B',
+        None => b'A',
+    };
     String::from_utf8_lossy(&b).into_owned()
 }
 

@@ -422,7 +422,7 @@ impl InputProvider for TerminalProvider {
                 return Err(self.no_terminal(&cx.key));
             }
             let server = self.server(&cx);
-            let key = cx.key.clone();
+            let key = key_label(&cx);
             self.elicit_dialog(cx.round, move || form::ask_form(&server, &key, &params))
                 .await
         })
@@ -442,7 +442,7 @@ impl InputProvider for TerminalProvider {
                 // Consent came from the file; the person still does the
                 // out-of-band step and says when it is done (ELIC-10).
                 let view = url::inspect_url(&params.url);
-                form::header("to open a web page", &server, &cx.key);
+                form::header("to open a web page", &server, &key_label(&cx));
                 url::show_url(&view, &params.message);
                 if !view.openable {
                     return Ok(ElicitResult::new(ElicitAction::Decline));
@@ -478,6 +478,7 @@ impl InputProvider for TerminalProvider {
                 return Err(self.no_terminal(&cx.key));
             }
             let key = cx.key.clone();
+            let label = key_label(&cx);
             let again = self
                 .inner
                 .urls_done
@@ -491,7 +492,7 @@ impl InputProvider for TerminalProvider {
                             warn("The server asks again: it has not seen this step finished yet (finish it in the browser, then choose Done).")
                         );
                     }
-                    url::ask_url(&server, &key, &params.message, &params.url)
+                    url::ask_url(&server, &label, &params.message, &params.url)
                 })
                 .await;
             if let (Ok(a), Ok(mut done)) = (&answer, self.inner.urls_done.lock())
@@ -533,7 +534,7 @@ impl InputProvider for TerminalProvider {
             };
             // SAMP-5: the person sees the request before anything is sent.
             let _turn = self.inner.dialog.lock().await;
-            form::header("for a model completion", &server, &cx.key);
+            form::header("for a model completion", &server, &key_label(&cx));
             show_sampling(&params);
             eprintln!("{} it would go to {}", bold("│"), highlight(&backend));
             if s.yes {
@@ -634,7 +635,7 @@ impl InputProvider for TerminalProvider {
             }
             drop(turn);
             let server = self.server(&cx);
-            let key = cx.key.clone();
+            let key = key_label(&cx);
             let shown = roots.clone();
             let ok = self
                 .dialog(move || {
@@ -856,6 +857,17 @@ fn limit_tokens(text: String, max_tokens: u64, stop: Option<String>) -> (String,
         text.chars().take(budget).collect(),
         Some("maxTokens".to_owned()),
     )
+}
+
+/// The input key as the dialog header shows it, with the time the server
+/// gives for the answer when it says (a Tern server does).
+fn key_label(cx: &InputContext) -> String {
+    match cx.answer_within.map(|d| d.as_secs()) {
+        None => cx.key.clone(),
+        Some(s) if s < 120 => format!("{} · answer within {s} s", cx.key),
+        Some(s) if s < 7200 => format!("{} · answer within {} min", cx.key, s / 60),
+        Some(s) => format!("{} · answer within {} h", cx.key, s / 3600),
+    }
 }
 
 #[cfg(test)]

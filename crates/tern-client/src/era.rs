@@ -407,6 +407,7 @@ impl Client {
                 key: method.to_owned(),
                 round,
                 server_info: self.legacy_server_info(),
+                answer_within: None,
             };
             let answer = answer_one(self.inner.provider.as_ref(), cx, input).await?;
             let accepted = serde_json::to_value(&answer)
@@ -536,6 +537,7 @@ impl Client {
                                 key: method.clone(),
                                 round: asked,
                                 server_info: self.legacy_server_info(),
+                                answer_within: None,
                             };
                             match answer_one(self.inner.provider.as_ref(), cx, input).await {
                                 Ok(answer) => {

@@ -58,7 +58,7 @@ pub mod fuzzing {
     pub fn check_result(result: &Map<String, Value>) -> Result<usize, crate::Error> {
         match crate::client::result_type(result)? {
             tern_types::ResultType::InputRequired => {
-                crate::mrtr::interim(result, crate::InputKinds::ALL).map(|(r, _, _)| r.len())
+                crate::mrtr::interim(result, crate::InputKinds::ALL).map(|(r, _, _, _)| r.len())
             }
             _ => Ok(0),
         }

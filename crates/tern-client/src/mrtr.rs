@@ -107,6 +107,9 @@ pub struct PendingCall<T> {
     input_requests: InputRequests,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     server_info: Option<Value>,
+    /// Seconds the server gives for the answers (its hint), if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer_within_secs: Option<u64>,
     #[serde(skip)]
     _result: PhantomData<fn() -> T>,
 }
@@ -335,6 +338,7 @@ impl Client {
                     key: key.to_owned(),
                     round: pending.round,
                     server_info: pending.server_info.clone(),
+                    answer_within: pending.answer_within_secs.map(Duration::from_secs),
                 };
                 let request = request.clone();
                 async move {
@@ -486,7 +490,7 @@ impl Client {
             .await?;
         match result_type(&result)? {
             ResultType::InputRequired => {
-                let (input_requests, request_state, server_info) =
+                let (input_requests, request_state, server_info, answer_within_secs) =
                     interim(&result, self.inner.provider.kinds())?;
                 opts.emit(&RoundEvent::InputRequired {
                     round,
@@ -500,6 +504,7 @@ impl Client {
                     request_state,
                     input_requests,
                     server_info,
+                    answer_within_secs,
                     _result: PhantomData,
                 }))
             }
@@ -512,7 +517,7 @@ impl Client {
     }
 }
 
-pub(crate) type Interim = (InputRequests, Option<String>, Option<Value>);
+pub(crate) type Interim = (InputRequests, Option<String>, Option<Value>, Option<u64>);
 
 /// Checks an interim result before anything acts on it (MRTR-C-A2,
 /// SECURITY.md §3.10).
@@ -555,11 +560,12 @@ pub(crate) fn interim(result: &Map<String, Value>, kinds: InputKinds) -> Result<
             "an input_required result with neither inputRequests nor requestState",
         ));
     }
-    let server_info = result
-        .get("_meta")
-        .and_then(|m| m.get(meta_keys::SERVER_INFO))
-        .cloned();
-    Ok((requests, state, server_info))
+    let meta = result.get("_meta");
+    let server_info = meta.and_then(|m| m.get(meta_keys::SERVER_INFO)).cloned();
+    let ttl = meta
+        .and_then(|m| m.get(meta_keys::STATE_TTL_SECS))
+        .and_then(Value::as_u64);
+    Ok((requests, state, server_info, ttl))
 }
 
 /// The call's target for display: the tool or prompt name, or the URI.
@@ -663,6 +669,7 @@ mod tests {
             request_state: Some("s".into()),
             input_requests: InputRequests::new(),
             server_info: None,
+            answer_within_secs: None,
             _result: PhantomData,
         };
         for n in 1..=3 {
@@ -701,7 +708,7 @@ mod tests {
         assert!(roots.is_capability() && roots.is_protocol());
         let bad = ok(json!({"inputRequests": {"x": {"method": "ping"}}})).unwrap_err();
         assert!(bad.is_protocol() && !bad.is_capability());
-        let (r, s, _) = ok(json!({"requestState": "abc"})).unwrap();
+        let (r, s, _, _) = ok(json!({"requestState": "abc"})).unwrap();
         assert!(r.is_empty());
         assert_eq!(s.as_deref(), Some("abc"));
     }

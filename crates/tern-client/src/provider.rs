@@ -132,6 +132,9 @@ pub struct InputContext {
     /// The server's identity from the interim result's `_meta`, for display
     /// only (META-11); ELIC-C9 wants the user to see who is asking.
     pub server_info: Option<Value>,
+    /// How long the server gives for the answer, when it says (a Tern
+    /// server does), for display: the state expires after that.
+    pub answer_within: Option<std::time::Duration>,
 }
 
 /// Answers a server's input requests. Every method has a default that

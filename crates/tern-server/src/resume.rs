@@ -294,6 +294,12 @@ impl Resume {
         }
     }
 
+    /// How long a state sealed now lives: its lifetime, or less when the
+    /// flow's deadline comes first.
+    pub(crate) fn answer_within(&self) -> u64 {
+        (self.now + self.ttl.as_secs()).min(self.flow_exp.max(self.now)) - self.now
+    }
+
     /// Step 6: seals the next round's state: round + 1 under the ceiling,
     /// the questions asked pinned by digest, the answers carried (a key
     /// asked again drops its old answer), the continuation, all under the
@@ -338,7 +344,7 @@ impl Resume {
         }
         let claims = Claims {
             issued_at: self.now,
-            expires_at: (self.now + self.ttl.as_secs()).min(self.flow_exp.max(self.now)),
+            expires_at: self.now + self.answer_within(),
             binding: self.bind,
             body,
         };

@@ -369,7 +369,14 @@ impl Server {
             Outcome::Error(e) => return Err(e),
             Outcome::InputRequired(p) => {
                 let token = resume.seal_next(self, &p, &ask)?;
-                return input_required(flow, requests_map(&p), Some(token), Some(info)).map(Some);
+                let mut r = input_required(flow, requests_map(&p), Some(token), Some(info))?;
+                if let Some(Value::Object(meta)) = r.get_mut("_meta") {
+                    meta.insert(
+                        tern_types::meta_keys::STATE_TTL_SECS.into(),
+                        Value::from(resume.answer_within()),
+                    );
+                }
+                return Ok(Some(r));
             }
         };
         stamp_complete(&mut result, Some(info));

@@ -20,6 +20,10 @@ pub mod meta_keys {
     pub const PROGRESS_TOKEN: &str = "progressToken";
     /// W3C trace context.
     pub const TRACEPARENT: &str = "traceparent";
+    /// Tern's own key on an interim result: how many seconds the client has
+    /// to answer before the state expires (a hint for display; the state
+    /// itself is what the server checks).
+    pub const STATE_TTL_SECS: &str = "tern/stateTtlSecs";
 }
 
 /// An icon for a client to render (DIGEST §1.6).

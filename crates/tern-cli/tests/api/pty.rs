@@ -41,6 +41,8 @@ fn a_person_approves_a_deploy_and_declines_a_redemption() {
     let mut p = spawn(&server, &["tool", "deploy", "environment=staging"]);
     // ELIC-C9: who asks, what, and explicit answer/decline/cancel choices.
     p.exp_string("asks: a form").unwrap();
+    // The state's lifetime, from the server's hint (600 s by default).
+    p.exp_string("answer within 10 min").unwrap();
     p.exp_string("Approve deployment to staging?").unwrap();
     // A form of one yes/no field is answered in one step.
     p.exp_string("Yes: Approve this deployment").unwrap();
