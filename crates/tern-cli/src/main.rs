@@ -23,6 +23,7 @@ mod discover;
 mod exit;
 mod form;
 mod keys;
+mod otel;
 mod probe;
 mod provider;
 mod proxy;

@@ -112,12 +112,16 @@ fn options(args: &ProxyArgs) -> Result<ProxyOptions, String> {
 }
 
 pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
-    crate::serve::init_logging(args.log_format, if args.stdio { "warn" } else { "info" });
+    crate::serve::init_logging(
+        args.log_format,
+        if args.stdio { "warn" } else { "info" },
+        "tern-proxy",
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(async move {
+    let done = rt.block_on(async move {
         let http = match (&args.http, args.stdio) {
             (_, true) => None,
             (Some(a), false) => Some(crate::serve::resolve(a).await?),
@@ -206,5 +210,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             }
         }
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    crate::otel::flush();
+    done
 }

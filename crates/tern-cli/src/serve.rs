@@ -235,7 +235,11 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
 pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     // Over stdio, stderr is often the terminal of whoever spawned the
     // server: requests are logged only when RUST_LOG asks.
-    init_logging(args.log_format, if args.stdio { "warn" } else { "info" });
+    init_logging(
+        args.log_format,
+        if args.stdio { "warn" } else { "info" },
+        "tern-serve",
+    );
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
     if let Some(n) = args.threads {
@@ -244,7 +248,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let rt = rt
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(async move {
+    let done = rt.block_on(async move {
         // Addresses first: a typo must not leave a key file behind.
         let http = match (&args.http, args.stdio) {
             (_, true) => None,
@@ -270,25 +274,56 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
             None => serve_stdio(prepared, &args).await,
             Some(l) => serve_http(prepared, l, &args).await,
         }
-    })
+    });
+    crate::otel::flush();
+    done
 }
 
-pub(crate) fn init_logging(format: LogFormat, default: &str) {
+pub(crate) fn init_logging(format: LogFormat, default: &str, service: &'static str) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     // TERN_LOG, else RUST_LOG, else `default` (info: a line per request
     // and every refused state with its reason).
     let filter = ["TERN_LOG", "RUST_LOG"]
         .iter()
         .find_map(|v| tracing_subscriber::EnvFilter::try_from_env(v).ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
-    // Logs go to stderr only: stdout carries the protocol under --stdio.
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Spans go to OpenTelemetry whatever the log level says.
+    let otel = crate::otel::layer(service).unwrap_or_else(|e| {
+        eprintln!("tern: {e}; no spans are exported");
+        None
+    });
+    let Some(otel) = otel else {
+        // The usual case: one global filter, so a span below the level is
+        // never built (the request path pays nothing for it).
+        let builder = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+            .with_env_filter(filter);
+        let _ = match format {
+            LogFormat::Text => builder.try_init(),
+            LogFormat::Json => builder.json().with_current_span(true).try_init(),
+        };
+        return;
     };
+    // Logs go to stderr only: stdout carries the protocol under --stdio.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    let fmt = match format {
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt
+            .json()
+            .with_current_span(true)
+            .with_filter(filter)
+            .boxed(),
+    };
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .try_init();
 }
 
 /// The startup line: where it listens and what it runs with.

@@ -62,7 +62,7 @@ pub use metrics::{Metrics, RequestOutcome};
 pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
-pub use server::{Authorize, Reply, Server};
+pub use server::{Authorize, Reply, Server, on_trace_parent};
 pub use single_use::SingleUse;
 pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]

@@ -548,6 +548,18 @@ fn requests_map(p: &Pending) -> Option<Map<String, Value>> {
 
 /// The span every log line of a request carries: its method, and the tool,
 /// prompt or resource it names. The round is recorded once known.
+/// How a request's span joins its caller's trace, when a tracing exporter
+/// is configured ([`on_trace_parent`]).
+static TRACE_PARENT: std::sync::OnceLock<fn(&tracing::Span, &str)> = std::sync::OnceLock::new();
+
+/// Installs `join`, called with each request's span (one per round) and the
+/// well-formed W3C `traceparent` of its `_meta` (META-3), so an exporter
+/// layer (OpenTelemetry's `set_parent`) continues the caller's trace. Once
+/// per process; false if one was installed already.
+pub fn on_trace_parent(join: fn(&tracing::Span, &str)) -> bool {
+    TRACE_PARENT.set(join).is_ok()
+}
+
 pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
     let span = tracing::info_span!(
         "request",
@@ -575,6 +587,14 @@ pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
     {
         span.record("trace_id", trace);
         span.record("parent_id", parent);
+        if let (Some(join), Some(tp)) = (
+            TRACE_PARENT.get(),
+            p.get("_meta")
+                .and_then(|m| m.get(tern_types::meta_keys::TRACEPARENT))
+                .and_then(Value::as_str),
+        ) {
+            join(&span, tp);
+        }
     }
     let (field, key) = match req.method.as_str() {
         "tools/call" => ("tool", "name"),
