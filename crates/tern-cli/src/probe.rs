@@ -1202,11 +1202,12 @@ fn report(p: &Probe, cases: &[Case], args: &ProbeArgs) -> Result<ExitCode, Strin
         });
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
-        println!(
-            "tern probe: tool {:?}, {} requests",
-            p.tool,
-            p.sent.load(Ordering::Relaxed)
-        );
+        let sent = p.sent.load(Ordering::Relaxed);
+        if p.tool.is_empty() {
+            println!("tern probe: no flow to probe, {sent} requests");
+        } else {
+            println!("tern probe: tool {:?}, {sent} requests", p.tool);
+        }
         println!(
             "{:<6} {:<7} {:<11} {:<11} {:<52} reason",
             "status", "level", "rule", "family", "case"

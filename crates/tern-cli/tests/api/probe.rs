@@ -434,6 +434,8 @@ fn a_legacy_server_is_recognised_and_skipped() {
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all["era: a 2026-07-28 server"], "SKIP");
     r.says("speaks 2025-11-25 only");
+    let table = tern(&["probe", "--cmd", &cmd]);
+    table.ok().says("tern probe: no flow to probe");
 }
 
 /// `--state-ttl`: the probe waits out the lifetime (and the 30 s skew a
