@@ -396,6 +396,34 @@ fn flipped(state: &str, at: f64) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
+/// The tool's state and answers replayed on another method: the first
+/// entry of `list` (method, result field, the entry's key) is asked for
+/// with `method`. Skipped when the server lists no `noun`.
+async fn cross_use(
+    p: &Probe,
+    good: &Value,
+    (list, field, key): (&str, &str, &str),
+    method: &str,
+    noun: &str,
+) -> (Status, String) {
+    let first = match p.send(list, json!({})).await {
+        Reply::Complete(r) => r
+            .get(field)
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(|e| e.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
+    };
+    let Some(target) = first else {
+        return (Status::Skip, format!("the server lists no {noun}"));
+    };
+    let mut params = json!({"requestState": fresh_state(p).await, "inputResponses": good});
+    params[key] = json!(target);
+    must_refuse(&p.send(method, params).await)
+}
+
 /// Whether the server must refuse: an error passes, anything else fails.
 fn must_refuse(r: &Reply) -> (Status, String) {
     match r {
@@ -747,39 +775,20 @@ async fn cases(p: &Probe, args: &ProbeArgs) -> Vec<Case> {
         Level::Should,
         must_refuse(&r),
     );
-    let prompts = match p.send("prompts/list", json!({})).await {
-        Reply::Complete(r) => r
-            .get("prompts")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    match prompts
-        .first()
-        .and_then(|pr| pr.get("name"))
-        .and_then(Value::as_str)
-    {
-        Some(name) => {
-            let r = p
-                .send("prompts/get", json!({"name": name, "requestState": fresh_state(p).await, "inputResponses": good}))
-                .await;
-            add(
-                "bindings",
-                "another method (prompts/get)",
-                "MRTR-SEC3",
-                Level::Should,
-                must_refuse(&r),
-            );
-        }
-        None => add(
-            "bindings",
-            "another method (prompts/get)",
-            "MRTR-SEC3",
-            Level::Should,
-            (Status::Skip, "the server lists no prompt".to_owned()),
-        ),
-    }
+    add(
+        "bindings",
+        "another method (prompts/get)",
+        "MRTR-SEC3",
+        Level::Should,
+        cross_use(
+            p,
+            &good,
+            ("prompts/list", "prompts", "name"),
+            "prompts/get",
+            "prompt",
+        )
+        .await,
+    );
     let r = p
         .send("tools/call", json!({"name": format!("{}-tern-probe", p.tool), "arguments": p.args, "requestState": fresh_state(p).await, "inputResponses": good}))
         .await;
@@ -790,34 +799,19 @@ async fn cases(p: &Probe, args: &ProbeArgs) -> Vec<Case> {
         Level::Should,
         must_refuse(&r),
     );
-    let resources = match p.send("resources/list", json!({})).await {
-        Reply::Complete(r) => r
-            .get("resources")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    let uri = resources
-        .first()
-        .and_then(|r| r.get("uri"))
-        .and_then(Value::as_str);
-    let cross = match uri {
-        Some(uri) => must_refuse(
-            &p.send(
-                "resources/read",
-                json!({"uri": uri, "requestState": fresh_state(p).await, "inputResponses": good}),
-            )
-            .await,
-        ),
-        None => (Status::Skip, "the server lists no resource".to_owned()),
-    };
     add(
         "bindings",
         "another method (resources/read)",
         "MRTR-SEC3",
         Level::Should,
-        cross,
+        cross_use(
+            p,
+            &good,
+            ("resources/list", "resources", "uri"),
+            "resources/read",
+            "resource",
+        )
+        .await,
     );
     // MRTR-SEC3: the state is bound to the principal it was issued to.
     let other = match &p.other {

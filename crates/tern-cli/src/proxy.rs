@@ -198,15 +198,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
                     ..HttpOptions::default()
                 };
                 let app = tern::http::router(proxy.server(), options, auth);
-                let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                    let _ = tcp.set_nodelay(true);
-                });
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = tokio::signal::ctrl_c().await;
-                    })
-                    .await
-                    .map_err(|e| format!("proxy failed: {e}"))?;
+                crate::serve::run_until_interrupted(listener, app).await?;
             }
         }
         Ok(ExitCode::SUCCESS)

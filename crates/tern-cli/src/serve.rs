@@ -526,6 +526,15 @@ pub(crate) async fn serve_http(
     if args.log_format == LogFormat::Text {
         eprintln!("tern: serving {public_url}");
     }
+    run_until_interrupted(listener, app).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves `app` on `listener` until Ctrl-C (`tern serve`, `tern proxy`).
+pub(crate) async fn run_until_interrupted(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) -> Result<(), String> {
     // Responses go out as soon as they are written (no Nagle delay behind
     // an unacknowledged segment).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -536,8 +545,7 @@ pub(crate) async fn serve_http(
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(|e| format!("server failed: {e}"))?;
-    Ok(ExitCode::SUCCESS)
+        .map_err(|e| format!("server failed: {e}"))
 }
 
 async fn serve_stdio(prepared: Prepared, args: &ServeArgs) -> Result<ExitCode, String> {

@@ -338,6 +338,21 @@ impl Sessioned {
     }
 }
 
+impl Sessioned {
+    /// A message that expects no reply: a notification or a response.
+    async fn deliver(&self, body: Bytes) -> Result<(), ClientError> {
+        let inbound = Inbound {
+            body,
+            headers: None,
+            principal: Principal::Anonymous,
+        };
+        self.server
+            .handle_in(&self.session, inbound, Sink::none())
+            .await;
+        Ok(())
+    }
+}
+
 impl Transport for Sessioned {
     fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, ClientError>> {
         Box::pin(async move {
@@ -384,31 +399,11 @@ impl Transport for Sessioned {
     }
 
     fn notify(&self, n: OutboundNotification) -> BoxFuture<'_, Result<(), ClientError>> {
-        Box::pin(async move {
-            let inbound = Inbound {
-                body: n.body,
-                headers: None,
-                principal: Principal::Anonymous,
-            };
-            self.server
-                .handle_in(&self.session, inbound, Sink::none())
-                .await;
-            Ok(())
-        })
+        Box::pin(self.deliver(n.body))
     }
 
     fn respond(&self, r: OutboundResponse) -> BoxFuture<'_, Result<(), ClientError>> {
-        Box::pin(async move {
-            let inbound = Inbound {
-                body: r.body,
-                headers: None,
-                principal: Principal::Anonymous,
-            };
-            self.server
-                .handle_in(&self.session, inbound, Sink::none())
-                .await;
-            Ok(())
-        })
+        Box::pin(self.deliver(r.body))
     }
 }
 

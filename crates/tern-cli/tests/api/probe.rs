@@ -35,6 +35,27 @@ fn statuses(r: &Run) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// `tern probe --cmd CMD --tool deploy environment=prod --json`.
+fn probe_deploy(cmd: &str) -> Run {
+    tern(&[
+        "probe",
+        "--cmd",
+        cmd,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--json",
+    ])
+}
+
+/// The cases that failed, in order.
+fn failed(all: &BTreeMap<String, String>) -> Vec<&str> {
+    all.iter()
+        .filter(|(_, s)| *s == "FAIL")
+        .map(|(c, _)| c.as_str())
+        .collect()
+}
+
 #[test]
 fn tern_serve_passes_every_case() {
     let s = Server::start();
@@ -202,22 +223,10 @@ fn the_python_sdk_server_as_recorded() {
         py.join(".venv/bin/python").display(),
         py.join("deploy_server.py").display()
     );
-    let r = tern(&[
-        "probe",
-        "--cmd",
-        &cmd,
-        "--tool",
-        "deploy",
-        "environment=prod",
-        "--json",
-    ]);
+    let r = probe_deploy(&cmd);
     r.failed(1);
     let all = statuses(&r);
-    let fails: Vec<&str> = all
-        .iter()
-        .filter(|(_, s)| *s == "FAIL")
-        .map(|(c, _)| c.as_str())
-        .collect();
+    let fails = failed(&all);
     assert_eq!(
         fails,
         [
@@ -259,22 +268,10 @@ fn the_typescript_sdk_server_as_recorded() {
     let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../interop/ts2/deploy-server.mjs");
     let cmd = format!("node '{}'", server.display());
-    let r = tern(&[
-        "probe",
-        "--cmd",
-        &cmd,
-        "--tool",
-        "deploy",
-        "environment=prod",
-        "--json",
-    ]);
+    let r = probe_deploy(&cmd);
     r.ok();
     let all = statuses(&r);
-    let fails: Vec<&str> = all
-        .iter()
-        .filter(|(_, s)| *s == "FAIL")
-        .map(|(c, _)| c.as_str())
-        .collect();
+    let fails = failed(&all);
     assert_eq!(
         fails,
         [
