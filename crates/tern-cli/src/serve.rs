@@ -240,11 +240,18 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
         if args.stdio { "warn" } else { "info" },
         "tern-serve",
     );
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    // One thread asked for: the current-thread scheduler, which skips the
+    // work-stealing machinery a lone worker never uses.
+    let mut rt = match args.threads {
+        Some(n) if n.get() == 1 => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n.get());
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
     rt.enable_all();
-    if let Some(n) = args.threads {
-        rt.worker_threads(n.get());
-    }
     let rt = rt
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;

@@ -514,7 +514,11 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
     values.any(|a| a.contains("text/event-stream") || a.contains("*/*"))
 }
 
-async fn handle(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+async fn handle(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    // The parts are taken, not extracted: a `HeaderMap` extractor copies
+    // every header of every request.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     // HTTP-A5 step 2, HTTP-S2.
     if let Some(origin) = headers.get(header::ORIGIN) {
         let ok = origin
@@ -733,8 +737,11 @@ async fn pump(
 /// body with neither is not one and is not parsed twice (the modern hot
 /// path).
 fn is_legacy_initialize(body: &[u8], server: &Server) -> bool {
-    let maybe = memchr::memmem::find(body, b"initialize").is_some()
-        || memchr::memmem::find(body, b"\\u").is_some();
+    static INITIALIZE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"initialize"));
+    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
+    let maybe = INITIALIZE.find(body).is_some() || ESCAPE.find(body).is_some();
     if !maybe {
         return false;
     }

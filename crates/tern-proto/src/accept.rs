@@ -5,6 +5,7 @@
 //! `Mcp-Name`; the MRTR field gate) gives the [`Accepted`] request a server
 //! dispatches. The server does the rest (steps 13 and 14).
 
+use serde::Deserialize as _;
 use serde_json::{Map, Value};
 use tern_types::methods::{FlowMethod, Method};
 use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_keys};
@@ -221,13 +222,12 @@ fn check_envelope(
     }
     // Step 9.
     let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-        Some(v @ Value::Object(_)) => serde_json::from_value::<ClientCapabilities>(v.clone())
-            .map_err(|e| {
-                McpError::MissingMeta(format!(
-                    "{} is malformed: {e}",
-                    meta_keys::CLIENT_CAPABILITIES
-                ))
-            })?,
+        Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|e| {
+            McpError::MissingMeta(format!(
+                "{} is malformed: {e}",
+                meta_keys::CLIENT_CAPABILITIES
+            ))
+        })?,
         Some(_) => {
             return Err(McpError::MissingMeta(format!(
                 "{} must be an object",
@@ -243,11 +243,9 @@ fn check_envelope(
     };
     let client_info = match meta.get(meta_keys::CLIENT_INFO) {
         None => None,
-        Some(v) => Some(
-            serde_json::from_value::<Implementation>(v.clone()).map_err(|e| {
-                McpError::MissingMeta(format!("{} is malformed: {e}", meta_keys::CLIENT_INFO))
-            })?,
-        ),
+        Some(v) => Some(Implementation::deserialize(v).map_err(|e| {
+            McpError::MissingMeta(format!("{} is malformed: {e}", meta_keys::CLIENT_INFO))
+        })?),
     };
     let log_level = match meta.get(meta_keys::LOG_LEVEL) {
         None => None,

@@ -61,6 +61,29 @@ pub fn digest(value: &Value) -> Result<[u8; 32], CanonError> {
     Ok(Sha256::digest(to_vec(value)?).into())
 }
 
+/// SHA-256 of the canonical bytes of the object made of `entries`, written
+/// from the borrowed values: the request path digests its salient
+/// parameters without building an object of copies first. Keys must be
+/// distinct.
+pub fn digest_entries(entries: &mut [(&str, &Value)]) -> Result<[u8; 32], CanonError> {
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(CanonError::DuplicateKey(w[0].0.to_owned()));
+    }
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    for (i, (key, item)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(&mut out, key);
+        out.push(b':');
+        write_value(&mut out, item, 1)?;
+    }
+    out.push(b'}');
+    Ok(Sha256::digest(&out).into())
+}
+
 /// SHA-256 of the canonical bytes of JSON text, refusing duplicate keys and
 /// nesting deeper than [`MAX_DEPTH`] (SECURITY.md §3.4).
 pub fn digest_slice(text: &[u8]) -> Result<[u8; 32], CanonError> {

@@ -292,15 +292,15 @@ impl OpenError {
 
 impl KeyRing {
     /// Seals `claims` under the Active key with a fresh nonce from the OS
-    /// CSPRNG, binding the token to `resource_id` through the AAD
-    /// (SECURITY.md §3.1).
+    /// CSPRNG (read through the per-thread pool), binding the token to
+    /// `resource_id` through the AAD (SECURITY.md §3.1).
     pub fn seal_at<T: Serialize>(
         &self,
         resource_id: &str,
         claims: &Claims<T>,
     ) -> Result<String, SealError> {
         let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).map_err(|e| SealError::Random(e.to_string()))?;
+        crate::random::fill(&mut nonce).map_err(|e| SealError::Random(e.to_string()))?;
         self.seal_with_nonce(resource_id, claims, &nonce)
     }
 

@@ -369,7 +369,7 @@ impl Server {
             Outcome::Error(e) => return Err(e),
             Outcome::InputRequired(p) => {
                 let token = resume.seal_next(self, &p, &ask)?;
-                let mut r = input_required(flow, requests_map(&p), Some(token), Some(info))?;
+                let mut r = input_required(flow, requests_map(p), Some(token), Some(info))?;
                 if let Some(Value::Object(meta)) = r.get_mut("_meta") {
                     meta.insert(
                         tern_types::meta_keys::STATE_TTL_SECS.into(),
@@ -537,12 +537,10 @@ fn correlation_id() -> String {
         .collect()
 }
 
-fn requests_map(p: &Pending) -> Option<Map<String, Value>> {
-    let m: Map<String, Value> = p
-        .requests
-        .iter()
-        .map(|r| (r.key.clone(), r.request.clone()))
-        .collect();
+/// Moves the asked requests into the result's map: the round is sealed by
+/// then, so nothing else needs them.
+fn requests_map(p: Pending) -> Option<Map<String, Value>> {
+    let m: Map<String, Value> = p.requests.into_iter().map(|r| (r.key, r.request)).collect();
     (!m.is_empty()).then_some(m)
 }
 

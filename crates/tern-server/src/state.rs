@@ -3,7 +3,7 @@
 //! places where sealed state meets the protocol.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tern_proto::{McpError, Principal};
 use tern_seal::Binding;
 use tern_types::methods::FlowMethod;
@@ -60,21 +60,30 @@ pub(crate) fn params_digest(
     method: FlowMethod,
     params: &Map<String, Value>,
 ) -> Result<[u8; 32], McpError> {
-    let m = method.as_str();
-    let salient = match method {
-        FlowMethod::ResourcesRead => {
-            json!({"m": m, "uri": params.get("uri").cloned().unwrap_or(Value::Null)})
+    let m = Value::String(method.as_str().to_owned());
+    let null = Value::Null;
+    let no_arguments = Value::Object(Map::new());
+    // Borrowed, not copied into an object first: the arguments can be
+    // large and this runs on every round.
+    let digest = match method {
+        FlowMethod::ResourcesRead => tern_seal::canonical::digest_entries(&mut [
+            ("m", &m),
+            ("uri", params.get("uri").unwrap_or(&null)),
+        ]),
+        FlowMethod::ToolsCall | FlowMethod::PromptsGet => {
+            tern_seal::canonical::digest_entries(&mut [
+                ("m", &m),
+                ("name", params.get("name").unwrap_or(&null)),
+                (
+                    "arguments",
+                    params.get("arguments").unwrap_or(&no_arguments),
+                ),
+            ])
         }
-        FlowMethod::ToolsCall | FlowMethod::PromptsGet => json!({
-            "m": m,
-            "name": params.get("name").cloned().unwrap_or(Value::Null),
-            "arguments": params.get("arguments").cloned().unwrap_or_else(|| json!({})),
-        }),
     };
     // Depth past 32 cannot be digested; the request is refused, not hashed
     // partially.
-    tern_seal::canonical::digest(&salient)
-        .map_err(|e| McpError::invalid_params(format!("arguments cannot be bound: {e}")))
+    digest.map_err(|e| McpError::invalid_params(format!("arguments cannot be bound: {e}")))
 }
 
 /// The principal fingerprint (SECURITY.md §3.6): SHA-256 over a domain tag
@@ -94,6 +103,29 @@ pub(crate) fn binding(pfp: &[u8; 32], method: u8, pdig: &[u8; 32]) -> Binding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn digest_is_that_of_the_salient_object() {
+        // States sealed by any instance of a fleet verify on any other:
+        // the digest is the canonical one of `{m, name, arguments}` /
+        // `{m, uri}` however it is computed (SECURITY.md §3.4).
+        let p: Map<String, Value> = serde_json::from_value(json!({
+            "name": "deploy", "arguments": {"z": [1, {"b": "é\n"}], "a": 1.0}, "_meta": {}}))
+        .unwrap();
+        let object = json!({"m": "tools/call", "name": "deploy",
+            "arguments": {"z": [1, {"b": "é\n"}], "a": 1.0}});
+        assert_eq!(
+            params_digest(FlowMethod::ToolsCall, &p).unwrap(),
+            tern_seal::canonical::digest(&object).unwrap()
+        );
+        let r: Map<String, Value> = serde_json::from_value(json!({"uri": "file:///a b"})).unwrap();
+        assert_eq!(
+            params_digest(FlowMethod::ResourcesRead, &r).unwrap(),
+            tern_seal::canonical::digest(&json!({"m": "resources/read", "uri": "file:///a b"}))
+                .unwrap()
+        );
+    }
 
     #[test]
     fn digest_ignores_meta_and_mrtr_fields() {
