@@ -514,7 +514,16 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
     values.any(|a| a.contains("text/event-stream") || a.contains("*/*"))
 }
 
-async fn handle(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+/// POST: the request's future is boxed at once. Unboxed, its several KiB
+/// were copied at each step of the router's own futures.
+fn handle(
+    State(app): State<Arc<App>>,
+    request: axum::extract::Request,
+) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+    Box::pin(post_message(app, request))
+}
+
+async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Response {
     // The parts are taken, not extracted: a `HeaderMap` extractor copies
     // every header of every request.
     let (parts, body) = request.into_parts();
@@ -601,7 +610,9 @@ async fn handle(State(app): State<Arc<App>>, request: axum::extract::Request) ->
     };
     if opening {
         let session = app.server.session();
-        let reply = app.server.handle_in(&session, inbound, Sink::none()).await;
+        // Boxed: awaited inline, the whole request's future would sit
+        // inside this one, and this one is moved on every request.
+        let reply = Box::pin(app.server.handle_in(&session, inbound, Sink::none())).await;
         if !session.is_open() {
             return reply_response(reply);
         }

@@ -180,12 +180,16 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
         let inner = self.deeper()?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                self.hit.set(Some(LimitHit::Duplicate));
-                return Err(de::Error::custom("duplicate key"));
+            // One search of the map per key, not a lookup then an insert.
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(_) => {
+                    self.hit.set(Some(LimitHit::Duplicate));
+                    return Err(de::Error::custom("duplicate key"));
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(map.next_value_seed(inner)?);
+                }
             }
-            let v = map.next_value_seed(inner)?;
-            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }
