@@ -6,7 +6,8 @@
 # Builds the release binary and the load generator (outside the repo), runs
 # the shared side-by-side baseline (floor-server and `tern serve --threads 1`
 # pinned to CPU 0, mrtr-load pinned to CPU 1, the `deploy` flow: a form and
-# roots in round 1 with sealed state, the answers in round 2), then measures
+# roots in round 1 with sealed state, the answers in round 2), then the
+# single-use `order` flow on the default SQLite replay store, then measures
 # the peak RSS of `tern serve` under 64 concurrent flows, and prints the
 # ratio table with the goals of the performance work checked.
 #
@@ -44,6 +45,24 @@ SERVERS="floor tern" CUSTOM_NAME=tern CUSTOM_PORT=$PORT \
   bash "$LOAD/bench/baseline.sh" > "$OUT/baseline.log" 2>&1 \
   || { tail -20 "$OUT/baseline.log" >&2; exit 1; }
 
+echo "== the single-use order flow on the default SQLite replay store"
+# Each confirmed flow consumes its state in SQLite (synchronous=FULL) before
+# the order is placed; the same server, pinned the same way.
+taskset -c 0 env TERN_LOG=warn XDG_DATA_HOME="$DATA" "$TERN" serve --http 127.0.0.1:$PORT --threads 1 \
+  > "$OUT/order-serve.log" 2>&1 &
+SERVE=$!
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+: > "$OUT/order.jsonl"
+for rep in $(seq "$REPS"); do
+  for c in $CONCS; do
+    taskset -c 1 "$BIN/mrtr-load" --threads 1 --url "http://127.0.0.1:$PORT/mcp" --tool order \
+      --args '{"item":"book"}' --answer 'confirm_order={"confirm":true}' --concurrency "$c" \
+      --duration "$DUR" --warmup "$WARM" --server-pid "$SERVE" --label "order c=$c" --quiet \
+      >> "$OUT/order.jsonl"
+  done
+done
+kill "$SERVE"; wait "$SERVE" 2>/dev/null || true
+
 echo "== peak RSS of tern serve under 64 concurrent flows"
 taskset -c 0 env TERN_LOG=warn XDG_DATA_HOME="$DATA" "$TERN" serve --http 127.0.0.1:$PORT --threads 1 \
   > "$OUT/rss-serve.log" 2>&1 &
@@ -54,15 +73,16 @@ taskset -c 1 "$BIN/mrtr-load" --threads 1 --url "http://127.0.0.1:$PORT/mcp" --t
 RSS_KB="$(awk '/VmHWM/ {print $2}' "/proc/$SERVE/status")"
 kill "$SERVE"; wait "$SERVE" 2>/dev/null || true
 
-python3 - "$OUT/deploy/results.jsonl" "$RSS_KB" "$OUT/deploy/meta.txt" <<'PY'
+python3 - "$OUT/deploy/results.jsonl" "$RSS_KB" "$OUT/deploy/meta.txt" "$OUT/order.jsonl" <<'PY'
 import json, statistics, sys
 from collections import defaultdict
-path, rss_kb, meta = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path, rss_kb, meta, order = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 runs = defaultdict(list)
-for line in open(path):
-    if line.startswith("{"):
-        r = json.loads(line)
-        runs[(r["label"].split()[0], r["concurrency"])].append(r)
+for p in (path, order):
+    for line in open(p):
+        if line.startswith("{"):
+            r = json.loads(line)
+            runs[(r["label"].split()[0], r["concurrency"])].append(r)
 med = lambda xs: statistics.median(xs)
 def row(name, c):
     rs = runs[(name, c)]
@@ -78,15 +98,18 @@ print()
 print("| server | " + " | ".join(f"flows/s c={c}" for c in concs)
       + " | server CPU µs/flow (c=8) | flow p99 ms (c=1) | failed |")
 print("|---|" + "---:|" * (len(concs) + 3))
-table = {n: {c: row(n, c) for c in concs} for n in ("floor", "tern")}
-for n in ("floor", "tern"):
+names = {"floor": "floor", "tern": "tern (deploy)", "order": "tern (order, single use, SQLite)"}
+table = {n: {c: row(n, c) for c in concs} for n in names}
+for n in names:
     t = table[n]
     cpu = t[8]["cpu"] if 8 in t else t[concs[-1]]["cpu"]
     p99 = t[1]["p99"] if 1 in t else t[concs[0]]["p99"]
-    print(f"| {n} | " + " | ".join(f"{t[c]['fps']:,.0f}" for c in concs)
+    print(f"| {names[n]} | " + " | ".join(f"{t[c]['fps']:,.0f}" for c in concs)
           + f" | {cpu:.1f} | {p99:.3f} | {sum(t[c]['failed'] for c in concs)} |")
 ratio = {c: table["tern"][c]["fps"] / table["floor"][c]["fps"] for c in concs}
-print("| tern / floor | " + " | ".join(f"{ratio[c]:.2f}" for c in concs) + " | | | |")
+print("| deploy / floor | " + " | ".join(f"{ratio[c]:.2f}" for c in concs) + " | | | |")
+single = {c: table["order"][c]["fps"] / table["floor"][c]["fps"] for c in concs}
+print("| order / floor | " + " | ".join(f"{single[c]:.2f}" for c in concs) + " | | | |")
 print()
 goals = []
 for c in (8, 64):

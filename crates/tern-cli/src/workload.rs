@@ -186,6 +186,30 @@ async fn redeem(Args(a): Args<RedeemArgs>, ask: Ask, once: SingleUse) -> Result<
     }
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+struct OrderArgs {
+    /// What to order.
+    item: String,
+}
+
+/// Orders placed since the server started.
+static ORDERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Each confirmed flow places one order: the route is single use, so a
+/// replayed confirmation cannot place a second (SECURITY.md §3.9). Unlike
+/// `redeem`, the same arguments may be ordered again in a new flow.
+async fn order(Args(a): Args<OrderArgs>, ask: Ask) -> Result<ToolResult, Error> {
+    match ask.form::<Confirm>("confirm_order", &format!("Place an order for {}?", a.item))? {
+        Elicited::Accepted(Confirm { confirm: true }) => {
+            let n = ORDERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            Ok(ToolResult::text(format!("order {n} placed for {}", a.item)))
+        }
+        Elicited::Accepted(_) => Err(Error::tool("order not confirmed")),
+        Elicited::Declined => Err(Error::tool("order declined")),
+        Elicited::Cancelled => Err(Error::tool("order cancelled")),
+    }
+}
+
 async fn login(
     ask: Ask,
     flow: Flow,
@@ -262,6 +286,7 @@ pub(crate) fn server(builder: ServerBuilder, logins: Arc<Logins>) -> ServerBuild
         .tool("deploy", "Deploys to an environment after a person approves; reads the workspace roots if offered", deploy)
         .tool("ask_model", "Asks the client's model a question", ask_model)
         .tool_def(ToolDef::new("redeem", "Redeems a one-time code after confirmation; a code redeems at most once", redeem).single_use())
+        .tool_def(ToolDef::new("order", "Places an order after confirmation; each confirmed flow places one", order).single_use())
         .tool_def(
             ToolDef::new("login", "Signs in through a page the person opens in a browser", login)
                 .limits(RouteLimits { max_rounds: Some(20), ..RouteLimits::default() }),

@@ -100,6 +100,16 @@ both! {
         t.call(&["tool", "redeem", "code=ABC-123", "--yes"]).ok().says("redeemed ABC-123");
         t.call(&["tool", "redeem", "code=ABC-123", "--yes"]).failed(1).says("-32602");
     };
+    order_twice => |t: Target| {
+        // Single use per flow, not per arguments: each new flow orders.
+        t.call(&["tool", "order", "item=book", "--yes"]).ok().says("placed for book");
+        t.call(&["tool", "order", "item=book", "--yes"]).ok().says("placed for book");
+    };
+    order_declined => |t: Target| {
+        t.call_with(r#"{"confirm_order": {"action": "decline"}}"#, &["tool", "order", "item=pen"])
+            .failed(4)
+            .says("order declined");
+    };
     redeem_declined => |t: Target| {
         t.call_with(r#"{"confirm_redeem": {"action": "decline"}}"#, &["tool", "redeem", "code=X"])
             .failed(4)
@@ -182,7 +192,7 @@ both! {
         let r = crate::api::common::run(cmd);
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["echo", "count", "deploy", "ask_model", "redeem", "login"]);
+        assert_eq!(names, ["echo", "count", "deploy", "ask_model", "redeem", "order", "login"]);
     };
 }
 

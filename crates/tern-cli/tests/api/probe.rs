@@ -115,6 +115,22 @@ fn tern_serve_passes_every_case() {
         "{all:#?}"
     );
     assert_eq!(all["gates: Mcp-Name header unlike the body"], "SKIP");
+
+    // Single use per flow: the order's confirmed state opens once.
+    let r = tern(&[
+        "probe",
+        "--cmd",
+        &cmd,
+        "--tool",
+        "order",
+        "item=book",
+        "--single-use",
+        "order",
+        "--json",
+    ]);
+    r.ok();
+    let all = statuses(&r);
+    assert_eq!(all["replay: the final state replayed"], "PASS", "{all:#?}");
 }
 
 #[test]
