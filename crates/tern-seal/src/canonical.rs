@@ -84,6 +84,23 @@ pub fn digest_entries(entries: &mut [(&str, &Value)]) -> Result<[u8; 32], CanonE
     Ok(Sha256::digest(&out).into())
 }
 
+/// Appends the canonical bytes of `value` to `out`, for a caller that
+/// composes a canonical document from parts it keeps already encoded.
+pub fn write(out: &mut Vec<u8>, value: &Value) -> Result<(), CanonError> {
+    write_value(out, value, 0)
+}
+
+/// Appends `s` as a canonical JSON string to `out`.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    write_string(out, s);
+}
+
+/// SHA-256 of bytes that are canonical already (composed with [`write`]
+/// and [`write_str`]); equal to [`digest`] of the value they encode.
+pub fn digest_canonical(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
 /// SHA-256 of the canonical bytes of JSON text, refusing duplicate keys and
 /// nesting deeper than [`MAX_DEPTH`] (SECURITY.md §3.4).
 pub fn digest_slice(text: &[u8]) -> Result<[u8; 32], CanonError> {

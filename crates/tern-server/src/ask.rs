@@ -107,6 +107,24 @@ pub(crate) struct Done {
     pub(crate) answer: Vec<u8>,
 }
 
+/// [`request_digest`] of a form request, `{"method": "elicitation/create",
+/// "params": {"mode": "form", "message": message, "requestedSchema":
+/// schema}}`, from the schema's canonical bytes; the keys are written in
+/// canonical order.
+fn form_request_digest(message: &str, schema: &[u8]) -> [u8; 16] {
+    use tern_seal::canonical::{digest_canonical, write_str};
+    let mut out = Vec::with_capacity(96 + message.len() + schema.len());
+    out.extend_from_slice(br#"{"method":"elicitation/create","params":{"message":"#);
+    write_str(&mut out, message);
+    out.extend_from_slice(br#","mode":"form","requestedSchema":"#);
+    out.extend_from_slice(schema);
+    out.extend_from_slice(b"}}");
+    let full = digest_canonical(&out);
+    let mut digest = [0; 16];
+    digest.copy_from_slice(&full[..16]);
+    digest
+}
+
 pub(crate) fn request_digest(request: &Value) -> [u8; 16] {
     let full = tern_seal::canonical::digest(request).unwrap_or([0; 32]);
     let mut out = [0; 16];
@@ -244,7 +262,7 @@ impl Ask {
                 return Error::Protocol(e);
             }
             if need.kind.declared(&self.cx.caps) {
-                let rdig = request_digest(&need.request);
+                let rdig = need.rdig.unwrap_or_else(|| request_digest(&need.request));
                 round.missing.push(Asked {
                     key: need.key,
                     kind: need.kind,
@@ -329,6 +347,8 @@ pub struct Need<T> {
     /// later states (a relayed question: its asker keeps its own state).
     transient: bool,
     parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
+    /// The request's digest when known at construction (typed forms).
+    rdig: Option<[u8; 16]>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -618,6 +638,9 @@ fn check_root_uri(uri: &str) -> Result<(), &'static str> {
 struct TypedSchema {
     schema: Value,
     valid: bool,
+    /// The schema's canonical bytes, so each request's digest does not
+    /// walk the schema again.
+    canonical: Option<Vec<u8>>,
 }
 
 /// Builds and checks `T`'s schema once per type: it is the same on every
@@ -636,7 +659,12 @@ fn typed_schema<T: ElicitForm>() -> Arc<TypedSchema> {
     }
     let schema = T::requested_schema();
     let valid = check_form_schema(&schema).is_ok();
-    let typed = Arc::new(TypedSchema { schema, valid });
+    let canonical = tern_seal::canonical::to_vec(&schema).ok();
+    let typed = Arc::new(TypedSchema {
+        schema,
+        valid,
+        canonical,
+    });
     cache
         .write()
         .unwrap_or_else(PoisonError::into_inner)
@@ -653,6 +681,10 @@ impl Need<()> {
             "mode": "form", "message": message, "requestedSchema": typed.schema.clone()}});
         let mut need = Need::build(key, InputKind::Form, request, parse_form::<T>);
         need.checked = typed.valid;
+        need.rdig = typed
+            .canonical
+            .as_deref()
+            .map(|schema| form_request_digest(message, schema));
         need
     }
 
@@ -780,6 +812,7 @@ impl<T> Need<T> {
             checked: false,
             transient: false,
             parse,
+            rdig: None,
             _t: PhantomData,
         }
     }
@@ -810,7 +843,7 @@ impl<T> Need<T> {
     fn eval(&self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
         self.check()?;
         let cx = round.cx;
-        let rdig = request_digest(&self.request);
+        let rdig = self.rdig.unwrap_or_else(|| request_digest(&self.request));
         if !self.kind.declared(&cx.caps) {
             if self.mode == Mode::Required {
                 round.undeclared.push(self.kind);
@@ -937,3 +970,31 @@ tuple_need_set!(A, B);
 tuple_need_set!(A, B, C);
 tuple_need_set!(A, B, C, D);
 tuple_need_set!(A, B, C, D, E);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typed_form_digest_is_that_of_its_request() {
+        // States sealed before and after the shortcut agree, and so do the
+        // instances of a fleet (MRTR-S8: an answer is bound to its question).
+        let schema = json!({"type": "object", "properties": {
+            "approved": {"type": "boolean", "description": "Approve \"it\"?\n"},
+            "n": {"type": "integer", "minimum": 1.0}}, "required": ["approved"]});
+        let canonical = tern_seal::canonical::to_vec(&schema).unwrap();
+        for message in [
+            "Approve deployment to prod?",
+            "",
+            "quote \" back\\slash \u{1} é 𝄞\t",
+        ] {
+            let request = json!({"method": "elicitation/create", "params": {
+                "mode": "form", "message": message, "requestedSchema": schema}});
+            assert_eq!(
+                form_request_digest(message, &canonical),
+                request_digest(&request),
+                "{message:?}"
+            );
+        }
+    }
+}

@@ -41,7 +41,15 @@ pub(super) fn expect_the_workload_from(seen: &Value, server: &str) {
     assert_eq!(seen["server"]["name"], server, "{seen}");
     assert_eq!(
         seen["tools"],
-        json!(["ask_model", "count", "deploy", "echo", "login", "redeem"])
+        json!([
+            "ask_model",
+            "count",
+            "deploy",
+            "echo",
+            "login",
+            "order",
+            "redeem"
+        ])
     );
     assert_eq!(seen["echo"], "hello");
     assert_eq!(
