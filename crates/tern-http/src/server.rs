@@ -467,35 +467,44 @@ fn port_ok(port: &str) -> bool {
     port.is_empty() || port[1..].chars().all(|c| c.is_ascii_digit()) && port.len() > 1
 }
 
-fn header_str(headers: &HeaderMap, name: &str) -> Result<Option<String>, McpError> {
-    match headers.get(name) {
-        None => Ok(None),
-        Some(v) => {
-            v.to_str()
-                .map(|s| Some(s.trim().to_owned()))
-                .map_err(|_| McpError::HeaderMismatch {
-                    message: format!("{name} has invalid characters"),
-                    supported: None,
-                })
-        }
-    }
+fn header_text(name: &str, value: &HeaderValue) -> Result<String, McpError> {
+    value
+        .to_str()
+        .map(|s| s.trim().to_owned())
+        .map_err(|_| McpError::HeaderMismatch {
+            message: format!("{name} has invalid characters"),
+            supported: None,
+        })
 }
 
+/// The MCP request headers, read in one pass over the header map: the
+/// parameter headers first, then the version, method and name (the first
+/// of each when repeated), in that order of errors.
 fn mcp_headers(headers: &HeaderMap) -> Result<McpHeaders, McpError> {
+    const VERSION: &str = "mcp-protocol-version";
+    const METHOD: &str = "mcp-method";
+    const NAME: &str = "mcp-name";
     let mut params = Vec::new();
-    for (name, value) in headers {
-        if let Some(suffix) = name.as_str().strip_prefix("mcp-param-") {
-            let v = value.to_str().map_err(|_| McpError::HeaderMismatch {
-                message: format!("{name} has invalid characters"),
-                supported: None,
-            })?;
-            params.push((suffix.to_owned(), v.trim().to_owned()));
+    let (mut version, mut method, mut name) = (None, None, None);
+    for (header, value) in headers {
+        let h = header.as_str();
+        if let Some(suffix) = h.strip_prefix("mcp-param-") {
+            params.push((suffix.to_owned(), header_text(h, value)?));
+            continue;
         }
+        let slot = match h {
+            VERSION => &mut version,
+            METHOD => &mut method,
+            NAME => &mut name,
+            _ => continue,
+        };
+        slot.get_or_insert(value);
     }
+    let read = |name: &str, v: Option<&HeaderValue>| v.map(|v| header_text(name, v)).transpose();
     Ok(McpHeaders {
-        protocol_version: header_str(headers, "mcp-protocol-version")?,
-        method: header_str(headers, "mcp-method")?,
-        name: header_str(headers, "mcp-name")?,
+        protocol_version: read(VERSION, version)?,
+        method: read(METHOD, method)?,
+        name: read(NAME, name)?,
         params,
     })
 }
