@@ -840,7 +840,7 @@ impl<T> Need<T> {
 
     /// Evaluates against this round's answers: the answer, or `None` after
     /// recording it as missing or undeclared.
-    fn eval(&self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
+    fn eval(self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
         self.check()?;
         let cx = round.cx;
         let rdig = self.rdig.unwrap_or_else(|| request_digest(&self.request));
@@ -868,10 +868,11 @@ impl<T> Need<T> {
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);
         }
+        // Moved, not copied: the need ends here.
         round.missing.push(Asked {
-            key: self.key.clone(),
+            key: self.key,
             kind: self.kind,
-            request: self.request.clone(),
+            request: self.request,
             rdig,
         });
         Ok(None)
