@@ -148,7 +148,8 @@ pub(crate) struct ServeArgs {
     /// The most input rounds a flow may take.
     #[arg(long, value_name = "N")]
     pub(crate) max_rounds: Option<u8>,
-    /// Worker threads of the runtime (default: the core count).
+    /// Worker threads of the runtime (default: the core count; 1 runs the
+    /// single-threaded scheduler).
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<std::num::NonZeroUsize>,
     /// The resource id bound into every state (default: the key file's).
