@@ -553,3 +553,44 @@ async fn a_legacy_client_is_asked_and_one_that_never_answers_fails_the_call() {
         .unwrap();
     assert_eq!(code(&failed), -32600, "{failed}");
 }
+
+/// An upstream's template with reserved and query expressions (RFC 6570
+/// levels 2 and 3) is routed: the read reaches the upstream with the URI
+/// as the client sent it, and the upstream reads its variables.
+#[tokio::test]
+async fn a_template_with_reserved_and_query_expressions_is_routed() {
+    async fn file(
+        tern_server::Uri(uri): tern_server::Uri,
+        tern_server::UriParams(vars): tern_server::UriParams,
+    ) -> tern_server::ResourceResult {
+        let rev = vars.get("rev").map_or("head", String::as_str);
+        tern_server::ResourceResult::text(&uri, "text/plain", format!("{} at {rev}", vars["path"]))
+    }
+    let upstream = upstream_server().resource_template(tern_server::TemplateDef::new(
+        "repo://files/{+path}{?rev}",
+        "file",
+        file,
+    ));
+    let (direct, _clock) = Direct::new(upstream);
+    let proxy = proxy_of(vec![("up", connect(direct))], quick()).await;
+    let read = |uri: &str| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read",
+               "params": {"_meta": tern_testkit::request::meta(all_caps()), "uri": uri}})
+    };
+    let r = send(&proxy, &read("repo://files/src/lib.rs?rev=v1")).await;
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(
+        r["result"]["contents"][0]["uri"],
+        "repo://files/src/lib.rs?rev=v1"
+    );
+    assert_eq!(r["result"]["contents"][0]["text"], "src/lib.rs at v1");
+    let r = send(&proxy, &read("repo://files/docs/a/b.md")).await;
+    assert_eq!(
+        r["result"]["contents"][0]["text"], "docs/a/b.md at head",
+        "{r}"
+    );
+    // A URI the template does not describe is not routed upstream.
+    let r = send(&proxy, &read("repo://other/x")).await;
+    assert_eq!(code(&r), -32602, "{r}");
+    assert_eq!(r["error"]["data"]["uri"], "repo://other/x");
+}

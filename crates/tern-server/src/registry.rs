@@ -302,8 +302,8 @@ impl ResourceDef {
     }
 }
 
-/// A resource template (RFC 6570 level 1: `{name}` segments) and how its
-/// resources are read.
+/// A resource template (RFC 6570, levels 1 to 3) and how its resources are
+/// read.
 #[derive(Clone)]
 pub struct TemplateDef {
     pub(crate) template: String,
@@ -357,38 +357,153 @@ impl TemplateDef {
         self
     }
 
-    /// Matches `uri`, returning the variables. A variable matches one or
-    /// more characters up to the next literal; it never spans a `/`.
+    /// Matches `uri`, returning the variables (RFC 6570 levels 1 to 3,
+    /// read in reverse). `{x}` matches one or more characters up to the
+    /// next literal and never spans `/`, `?` or `#`; `{+x}` and `{#x}` may
+    /// span `/`; `{/x}`, `{.x}` and `{;x}` are one segment, label or
+    /// parameter each; `{?x,y}` and `{&x}` read `name=value` pairs, in any
+    /// order, and may be absent. Modifiers (`*`, `:n`) are accepted and
+    /// read as plain values. Values are returned as sent, not decoded.
     pub(crate) fn matches(&self, uri: &str) -> Option<HashMap<String, String>> {
+        let parts = template_parts(&self.template)?;
         let mut vars = HashMap::new();
         let mut rest = uri;
-        let mut tpl = self.template.as_str();
-        while !tpl.is_empty() {
-            if let Some(after) = tpl.strip_prefix('{') {
-                let end = after.find('}')?;
-                let name = &after[..end];
-                tpl = &after[end + 1..];
-                let next_lit: String = tpl.chars().take_while(|c| *c != '{').collect();
-                let stop = if next_lit.is_empty() {
-                    rest.len()
-                } else {
-                    rest.find(next_lit.as_str())?
-                };
-                let value = &rest[..stop];
-                if value.is_empty() || value.contains('/') {
-                    return None;
+        for (i, part) in parts.iter().enumerate() {
+            match part {
+                Part::Literal(lit) => rest = rest.strip_prefix(lit)?,
+                Part::Expr { op, names } => {
+                    let stop = expression_end(rest, *op, parts.get(i + 1))?;
+                    let (text, after) = rest.split_at(stop);
+                    read_expression(*op, names, text, &mut vars)?;
+                    rest = after;
                 }
-                vars.insert(name.to_owned(), value.to_owned());
-                rest = &rest[stop..];
-            } else {
-                let lit_len = tpl.find('{').unwrap_or(tpl.len());
-                let lit = &tpl[..lit_len];
-                rest = rest.strip_prefix(lit)?;
-                tpl = &tpl[lit_len..];
             }
         }
         rest.is_empty().then_some(vars)
     }
+}
+
+/// A piece of a URI template.
+enum Part<'t> {
+    Literal(&'t str),
+    /// An expression: its operator (`\0` for none) and variable names.
+    Expr {
+        op: char,
+        names: Vec<&'t str>,
+    },
+}
+
+fn template_parts(template: &str) -> Option<Vec<Part<'_>>> {
+    let mut parts = Vec::new();
+    let mut tpl = template;
+    while !tpl.is_empty() {
+        if let Some(after) = tpl.strip_prefix('{') {
+            let end = after.find('}')?;
+            let body = &after[..end];
+            let (op, list) = match body.chars().next() {
+                Some(c @ ('+' | '#' | '/' | '.' | ';' | '?' | '&')) => (c, &body[1..]),
+                _ => ('\0', body),
+            };
+            let names: Vec<&str> = list
+                .split(',')
+                .map(|v| v.split([':', '*']).next().unwrap_or(v))
+                .collect();
+            if names.iter().any(|n| n.is_empty()) {
+                return None;
+            }
+            parts.push(Part::Expr { op, names });
+            tpl = &after[end + 1..];
+        } else {
+            let len = tpl.find('{').unwrap_or(tpl.len());
+            parts.push(Part::Literal(&tpl[..len]));
+            tpl = &tpl[len..];
+        }
+    }
+    Some(parts)
+}
+
+/// Where an expression's text ends in `rest`: at the next literal, at the
+/// character that opens the next expression, or at the end.
+fn expression_end(rest: &str, op: char, next: Option<&Part<'_>>) -> Option<usize> {
+    let limit = match next {
+        None => rest.len(),
+        Some(Part::Literal(lit)) => {
+            // An optional query may be absent: the literal can come first.
+            if matches!(op, '?' | '&') && rest.starts_with(lit) {
+                return Some(0);
+            }
+            rest.find(lit)?
+        }
+        Some(Part::Expr { op: next_op, .. }) => match next_op {
+            '\0' | '+' => rest.len(),
+            c => rest.find(*c).unwrap_or(rest.len()),
+        },
+    };
+    // Simple values never span `/`, `?` or `#` (a segment's, label's or
+    // parameter's are checked when read; reserved ones may hold them).
+    if op == '\0' {
+        return Some(rest[..limit].find(['/', '?', '#']).unwrap_or(limit));
+    }
+    Some(limit)
+}
+
+fn read_expression(
+    op: char,
+    names: &[&str],
+    text: &str,
+    vars: &mut HashMap<String, String>,
+) -> Option<()> {
+    let mut put = |name: &str, value: &str| {
+        vars.insert(name.to_owned(), value.to_owned());
+    };
+    match op {
+        '\0' | '+' | '#' => {
+            let text = if op == '#' {
+                text.strip_prefix('#')?
+            } else {
+                text
+            };
+            if text.is_empty() {
+                return None;
+            }
+            // Several names share the text, comma-separated (RFC 6570
+            // §3.2.2); with one name, a comma is part of its value.
+            if names.len() == 1 {
+                put(names[0], text);
+            } else {
+                let values: Vec<&str> = text.split(',').collect();
+                if values.len() != names.len() || values.iter().any(|v| v.is_empty()) {
+                    return None;
+                }
+                names.iter().zip(values).for_each(|(n, v)| put(n, v));
+            }
+        }
+        '/' | '.' => {
+            let body = text.strip_prefix(op)?;
+            let values: Vec<&str> = body.split(op).collect();
+            if values.len() != names.len() || values.iter().any(|v| v.is_empty() || v.contains('/'))
+            {
+                return None;
+            }
+            names.iter().zip(values).for_each(|(n, v)| put(n, v));
+        }
+        ';' | '?' | '&' => {
+            if text.is_empty() && op != ';' {
+                return Some(());
+            }
+            let body = text.strip_prefix(op)?;
+            let sep = if op == ';' { ';' } else { '&' };
+            for pair in body.split(sep) {
+                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                if !names.contains(&name) || value.contains(['/', '#']) {
+                    return None;
+                }
+                put(name, value);
+            }
+        }
+        _ => return None,
+    }
+    Some(())
 }
 
 /// The current set of routes. Replaced whole on change, so readers hold a
@@ -473,6 +588,80 @@ mod tests {
         assert!(t.matches("test://template/123/other").is_none());
         let t = TemplateDef::new("file:///{path}", "f", h);
         assert_eq!(t.matches("file:///x.txt").unwrap()["path"], "x.txt");
+    }
+
+    #[test]
+    fn templates_match_operators_of_levels_two_and_three() {
+        type Case<'a> = (&'a str, &'a str, Option<&'a [(&'a str, &'a str)]>);
+        let cases: &[Case<'_>] = &[
+            // Reserved expansion spans `/`; a simple one does not.
+            (
+                "file:///{+path}",
+                "file:///a/b/c.txt",
+                Some(&[("path", "a/b/c.txt")]),
+            ),
+            ("file:///{path}", "file:///a/b", None),
+            (
+                "file:///{+path}",
+                "file:///a?b#c",
+                Some(&[("path", "a?b#c")]),
+            ),
+            // Path segments and labels, one per name.
+            (
+                "repo://{owner}{/name,branch}",
+                "repo://tern/core/main",
+                Some(&[("branch", "main"), ("name", "core"), ("owner", "tern")]),
+            ),
+            ("repo://x{/name}", "repo://x/a/b", None),
+            (
+                "doc://{name}{.ext}",
+                "doc://readme.md",
+                Some(&[("ext", "md"), ("name", "readme")]),
+            ),
+            // Queries: any order, optional, only the named variables.
+            (
+                "search://items{?q,limit}",
+                "search://items?limit=5&q=tern",
+                Some(&[("limit", "5"), ("q", "tern")]),
+            ),
+            ("search://items{?q,limit}", "search://items", Some(&[])),
+            ("search://items{?q}", "search://items?other=1", None),
+            (
+                "search://{kind}{?q}",
+                "search://docs?q=a",
+                Some(&[("kind", "docs"), ("q", "a")]),
+            ),
+            // Fragment and path parameters.
+            (
+                "page://x{#section}",
+                "page://x#intro",
+                Some(&[("section", "intro")]),
+            ),
+            (
+                "map://{;lat,long}",
+                "map://;lat=1;long=2",
+                Some(&[("lat", "1"), ("long", "2")]),
+            ),
+            // Several names in one simple expression; modifiers read plainly.
+            ("pt://{x,y}", "pt://1,2", Some(&[("x", "1"), ("y", "2")])),
+            ("pt://{x:3}", "pt://abc", Some(&[("x", "abc")])),
+            // A malformed template matches nothing.
+            ("bad://{x", "bad://{x", None),
+            ("bad://{}", "bad://a", None),
+        ];
+        for (template, uri, want) in cases {
+            let got = TemplateDef::new(template, "t", h).matches(uri).map(|v| {
+                let mut v: Vec<(String, String)> = v.into_iter().collect();
+                v.sort();
+                v
+            });
+            let want = want.map(|w| {
+                w.iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<Vec<_>>()
+            });
+            assert_eq!(got, want, "{template} against {uri}");
+        }
     }
 
     #[test]
