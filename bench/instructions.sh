@@ -12,26 +12,18 @@
 # portable code under valgrind (no SHA extensions), so hashing weighs more
 # here than on the machine: compare this figure only with itself.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-SHARED="${SHARED:-$ROOT/../shared}"
-LOAD="$SHARED/tools/mrtr-load"
-LOAD_TARGET="${LOAD_TARGET:-/tmp/mrtr-load-target}"
+source "$(dirname "$0")/common.sh"
 FLOWS="${1:-500}"
 PORT=18230
 
 command -v valgrind >/dev/null || { echo "instructions: valgrind is needed" >&2; exit 2; }
-(cd "$ROOT" && cargo build --release --quiet --workspace --all-features --bins)
-cargo build --release --quiet --manifest-path "$LOAD/Cargo.toml" --target-dir "$LOAD_TARGET"
+build_all
 
 DATA="$(mktemp -d)"
 trap 'rm -rf "$DATA"' EXIT
-env TERN_LOG=warn XDG_DATA_HOME="$DATA" valgrind --tool=callgrind \
-  --callgrind-out-file="$DATA/cg.out" "$ROOT/target/release/tern" serve \
-  --http 127.0.0.1:$PORT --threads 1 > /dev/null 2> "$DATA/valgrind.log" &
-SERVE=$!
-for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+serve $PORT "$DATA" "$DATA/valgrind.log" valgrind --tool=callgrind --callgrind-out-file="$DATA/cg.out"
 load() {
-  "$LOAD_TARGET/release/mrtr-load" --threads 1 --url "http://127.0.0.1:$PORT/mcp" --tool deploy \
+  "$BIN/mrtr-load" --threads 1 --url "http://127.0.0.1:$PORT/mcp" --tool deploy \
     --args '{"environment":"prod"}' --duration 600 --quiet "$@" > /dev/null
 }
 load --concurrency 1 --flows 20
@@ -39,7 +31,7 @@ callgrind_control -z "$SERVE" > /dev/null 2>&1
 load --concurrency 4 --flows "$FLOWS"
 callgrind_control -d "$SERVE" > /dev/null 2>&1
 sleep 1
-kill "$SERVE"; wait "$SERVE" 2>/dev/null || true
+stop_serve
 # The dump with the most instructions is the measured window.
 TOTAL="$(grep -h '^summary:' "$DATA"/cg.out* | awk '{print $2}' | sort -n | tail -1)"
 echo "user-space instructions per deploy flow: $((TOTAL / FLOWS))"

@@ -16,22 +16,15 @@
 # LOAD_TARGET [/tmp/mrtr-load-target]. The machine is shared and noisy:
 # compare ratios within one run, never absolute figures across runs.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-SHARED="${SHARED:-$ROOT/../shared}"
-LOAD="$SHARED/tools/mrtr-load"
-export CARGO_TARGET_DIR_LOAD="${LOAD_TARGET:-/tmp/mrtr-load-target}"
+source "$(dirname "$0")/common.sh"
 OUT="${OUT:-/tmp/tern-vs-floor}"
 export DUR="${DUR:-5}" WARM="${WARM:-1}" REPS="${REPS:-2}" CONCS="${CONCS:-1 8 64}"
 PORT=18200
 
-[ -d "$LOAD" ] || { echo "vs-floor: no load generator at $LOAD (set SHARED)" >&2; exit 2; }
 command -v taskset >/dev/null || { echo "vs-floor: taskset is needed (util-linux)" >&2; exit 2; }
 
 echo "== building tern (release) and mrtr-load"
-(cd "$ROOT" && cargo build --release --quiet --workspace --all-features --bins)
-cargo build --release --quiet --manifest-path "$LOAD/Cargo.toml" --target-dir "$CARGO_TARGET_DIR_LOAD"
-TERN="$ROOT/target/release/tern"
-BIN="$CARGO_TARGET_DIR_LOAD/release"
+build_all
 
 DATA="$(mktemp -d)"
 trap 'rm -rf "$DATA"' EXIT
@@ -41,17 +34,14 @@ echo "== side by side: floor-server and tern serve"
 # `env` execs tern, so the PID the baseline measures is the server's own.
 SERVERS="floor tern" CUSTOM_NAME=tern CUSTOM_PORT=$PORT \
   CUSTOM_CMD="env TERN_LOG=warn XDG_DATA_HOME=$DATA $TERN serve --http 127.0.0.1:$PORT --threads 1" \
-  CARGO_TARGET_DIR="$CARGO_TARGET_DIR_LOAD" OUT="$OUT/deploy" WRK=0 \
+  CARGO_TARGET_DIR="$LOAD_TARGET" OUT="$OUT/deploy" WRK=0 \
   bash "$LOAD/bench/baseline.sh" > "$OUT/baseline.log" 2>&1 \
   || { tail -20 "$OUT/baseline.log" >&2; exit 1; }
 
 echo "== the single-use order flow on the default SQLite replay store"
 # Each confirmed flow consumes its state in SQLite (synchronous=FULL) before
 # the order is placed; the same server, pinned the same way.
-taskset -c 0 env TERN_LOG=warn XDG_DATA_HOME="$DATA" "$TERN" serve --http 127.0.0.1:$PORT --threads 1 \
-  > "$OUT/order-serve.log" 2>&1 &
-SERVE=$!
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+serve $PORT "$DATA" "$OUT/order-serve.log" taskset -c 0
 : > "$OUT/order.jsonl"
 for rep in $(seq "$REPS"); do
   for c in $CONCS; do
@@ -61,17 +51,14 @@ for rep in $(seq "$REPS"); do
       >> "$OUT/order.jsonl"
   done
 done
-kill "$SERVE"; wait "$SERVE" 2>/dev/null || true
+stop_serve
 
 echo "== peak RSS of tern serve under 64 concurrent flows"
-taskset -c 0 env TERN_LOG=warn XDG_DATA_HOME="$DATA" "$TERN" serve --http 127.0.0.1:$PORT --threads 1 \
-  > "$OUT/rss-serve.log" 2>&1 &
-SERVE=$!
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+serve $PORT "$DATA" "$OUT/rss-serve.log" taskset -c 0
 taskset -c 1 "$BIN/mrtr-load" --threads 1 --url "http://127.0.0.1:$PORT/mcp" --tool deploy \
   --args '{"environment":"prod"}' --concurrency 64 --duration 3 --warmup 1 --quiet > /dev/null
 RSS_KB="$(awk '/VmHWM/ {print $2}' "/proc/$SERVE/status")"
-kill "$SERVE"; wait "$SERVE" 2>/dev/null || true
+stop_serve
 
 python3 - "$OUT/deploy/results.jsonl" "$RSS_KB" "$OUT/deploy/meta.txt" "$OUT/order.jsonl" <<'PY'
 import json, statistics, sys
@@ -106,10 +93,11 @@ for n in names:
     p99 = t[1]["p99"] if 1 in t else t[concs[0]]["p99"]
     print(f"| {names[n]} | " + " | ".join(f"{t[c]['fps']:,.0f}" for c in concs)
           + f" | {cpu:.1f} | {p99:.3f} | {sum(t[c]['failed'] for c in concs)} |")
-ratio = {c: table["tern"][c]["fps"] / table["floor"][c]["fps"] for c in concs}
-print("| deploy / floor | " + " | ".join(f"{ratio[c]:.2f}" for c in concs) + " | | | |")
-single = {c: table["order"][c]["fps"] / table["floor"][c]["fps"] for c in concs}
-print("| order / floor | " + " | ".join(f"{single[c]:.2f}" for c in concs) + " | | | |")
+ratios = {n: {c: table[n][c]["fps"] / table["floor"][c]["fps"] for c in concs}
+          for n in ("tern", "order")}
+for n, label in (("tern", "deploy"), ("order", "order")):
+    print(f"| {label} / floor | " + " | ".join(f"{ratios[n][c]:.2f}" for c in concs) + " | | | |")
+ratio = ratios["tern"]
 print()
 goals = []
 for c in (8, 64):

@@ -72,30 +72,19 @@ pub fn digest_entries(entries: &mut [(&str, &Value)]) -> Result<[u8; 32], CanonE
     }
     let mut out = Vec::with_capacity(256);
     out.push(b'{');
-    for (i, (key, item)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_string(&mut out, key);
-        out.push(b':');
-        write_value(&mut out, item, 1)?;
-    }
+    write_entries(&mut out, entries.iter().copied(), 0)?;
     out.push(b'}');
     Ok(Sha256::digest(&out).into())
 }
 
-/// Appends the canonical bytes of `value` to `out`, for a caller that
-/// composes a canonical document from parts it keeps already encoded.
-pub fn write(out: &mut Vec<u8>, value: &Value) -> Result<(), CanonError> {
-    write_value(out, value, 0)
-}
-
-/// Appends `s` as a canonical JSON string to `out`.
+/// Appends `s` as a canonical JSON string to `out`, for a caller that
+/// composes a canonical document around parts it keeps already encoded
+/// (from [`to_vec`]).
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     write_string(out, s);
 }
 
-/// SHA-256 of bytes that are canonical already (composed with [`write`]
+/// SHA-256 of bytes that are canonical already (composed from [`to_vec`]
 /// and [`write_str`]); equal to [`digest`] of the value they encode.
 pub fn digest_canonical(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
@@ -158,9 +147,10 @@ fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), Can
             let in_order = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
             out.push(b'{');
             if in_order {
-                write_entries(out, map.iter(), depth)?;
+                write_entries(out, map.iter().map(|(k, v)| (k.as_str(), v)), depth)?;
             } else {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                let mut entries: Vec<(&str, &Value)> =
+                    map.iter().map(|(k, v)| (k.as_str(), v)).collect();
                 entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
                 write_entries(out, entries.into_iter(), depth)?;
             }
@@ -172,7 +162,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), Can
 
 fn write_entries<'a>(
     out: &mut Vec<u8>,
-    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    entries: impl Iterator<Item = (&'a str, &'a Value)>,
     depth: usize,
 ) -> Result<(), CanonError> {
     for (i, (key, item)) in entries.enumerate() {

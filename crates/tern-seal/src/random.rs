@@ -2,8 +2,8 @@
 //! home of randomness in Tern (STYLE.md, Habits).
 //!
 //! Every flow id, state id and nonce is read from a per-thread pool that is
-//! refilled from the OS source a few hundred bytes at a time. A sealed round
-//! needs three of them, and one `getrandom` call per value was a system call
+//! refilled from the OS source 4 KiB at a time. A sealed round needs three
+//! of them, and one `getrandom` call per value was a system call
 //! per value on the request path. The bytes are the kernel's own, unchanged;
 //! each is handed out once. A process that forks without `exec` would share
 //! the pool's unread bytes with its child, so neither may seal after such a
@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 
-/// Bytes read from the OS per refill: a hundred sealed rounds' worth.
+/// Bytes read from the OS per refill: some seventy sealed rounds' worth.
 const POOL: usize = 4096;
 
 struct Pool {

@@ -119,14 +119,15 @@ fn form_request_digest(message: &str, schema: &[u8]) -> [u8; 16] {
     out.extend_from_slice(br#","mode":"form","requestedSchema":"#);
     out.extend_from_slice(schema);
     out.extend_from_slice(b"}}");
-    let full = digest_canonical(&out);
-    let mut digest = [0; 16];
-    digest.copy_from_slice(&full[..16]);
-    digest
+    first_half(&digest_canonical(&out))
 }
 
 pub(crate) fn request_digest(request: &Value) -> [u8; 16] {
-    let full = tern_seal::canonical::digest(request).unwrap_or([0; 32]);
+    first_half(&tern_seal::canonical::digest(request).unwrap_or([0; 32]))
+}
+
+/// A request digest is the first half of the SHA-256.
+fn first_half(full: &[u8; 32]) -> [u8; 16] {
     let mut out = [0; 16];
     out.copy_from_slice(&full[..16]);
     out
