@@ -444,14 +444,46 @@ fn parse_form<T: DeserializeOwned>(
     request: &Value,
     answer: &Value,
 ) -> Result<Elicited<T>, McpError> {
+    let schema = &request["params"]["requestedSchema"];
+    accept_form(key, answer, |content| {
+        validate_content(key, schema, content)
+    })
+}
+
+/// A typed form's answer, checked with the validator kept for its type
+/// (the request's schema is that type's).
+fn parse_typed_form<T: ElicitForm>(
+    key: &str,
+    request: &Value,
+    answer: &Value,
+) -> Result<Elicited<T>, McpError> {
+    let schema = &request["params"]["requestedSchema"];
+    accept_form(key, answer, |content| {
+        crate::form::validate_with(key, schema, content, || {
+            // A schema that did not compile is compiled again for its
+            // error.
+            typed_schema::<T>()
+                .validator
+                .clone()
+                .map_or_else(|| crate::form::compile(schema), Ok)
+        })
+    })
+}
+
+/// A form answer: accepted content validated by `validate`, or decline or
+/// cancel.
+fn accept_form<T: DeserializeOwned>(
+    key: &str,
+    answer: &Value,
+    validate: impl FnOnce(&Value) -> Result<Map<String, Value>, McpError>,
+) -> Result<Elicited<T>, McpError> {
     if !answer.is_object() {
         return Err(malformed(key, "an elicitation answer must be an object"));
     }
     match parse_action(key, answer)? {
         "accept" => {
-            let schema = &request["params"]["requestedSchema"];
             let content = answer.get("content").unwrap_or(&Value::Null);
-            let kept = validate_content(key, schema, content)?;
+            let kept = validate(content)?;
             serde_json::from_value(Value::Object(kept))
                 .map(Elicited::Accepted)
                 .map_err(|e| malformed(key, e))
@@ -642,6 +674,8 @@ struct TypedSchema {
     /// The schema's canonical bytes, so each request's digest does not
     /// walk the schema again.
     canonical: Option<Vec<u8>>,
+    /// The compiled validator of accepted answers.
+    validator: Option<Arc<jsonschema::Validator>>,
 }
 
 /// Builds and checks `T`'s schema once per type: it is the same on every
@@ -661,10 +695,12 @@ fn typed_schema<T: ElicitForm>() -> Arc<TypedSchema> {
     let schema = T::requested_schema();
     let valid = check_form_schema(&schema).is_ok();
     let canonical = tern_seal::canonical::to_vec(&schema).ok();
+    let validator = crate::form::compile(&schema).ok();
     let typed = Arc::new(TypedSchema {
         schema,
         valid,
         canonical,
+        validator,
     });
     cache
         .write()
@@ -680,7 +716,7 @@ impl Need<()> {
         let typed = typed_schema::<T>();
         let request = json!({"method": "elicitation/create", "params": {
             "mode": "form", "message": message, "requestedSchema": typed.schema.clone()}});
-        let mut need = Need::build(key, InputKind::Form, request, parse_form::<T>);
+        let mut need = Need::build(key, InputKind::Form, request, parse_typed_form::<T>);
         need.checked = typed.valid;
         need.rdig = typed
             .canonical

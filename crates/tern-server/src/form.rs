@@ -106,6 +106,15 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
 
 type ValidatorCache = HashMap<u64, Vec<(Value, Arc<jsonschema::Validator>)>>;
 
+/// Compiles a form schema's validator (formats checked).
+pub(crate) fn compile(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map(Arc::new)
+        .map_err(|e| McpError::Internal(format!("form schema does not compile: {e}")))
+}
+
 fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
     static CACHE: OnceLock<Mutex<ValidatorCache>> = OnceLock::new();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -121,11 +130,7 @@ fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
     {
         return Ok(v.clone());
     }
-    let v = jsonschema::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| McpError::Internal(format!("form schema does not compile: {e}")))?;
-    let v = Arc::new(v);
+    let v = compile(schema)?;
     if let Ok(mut c) = cache.lock() {
         // Forms come from code, so the set of schemas is small; a bound
         // keeps run-time schemas from growing it without end.
@@ -148,6 +153,17 @@ pub fn validate_content(
     schema: &Value,
     content: &Value,
 ) -> Result<Map<String, Value>, McpError> {
+    validate_with(key, schema, content, || validator(schema))
+}
+
+/// [`validate_content`] with the validator supplied: a typed form keeps its
+/// own, so the schema is not hashed and compared on every answer.
+pub(crate) fn validate_with(
+    key: &str,
+    schema: &Value,
+    content: &Value,
+    validator: impl FnOnce() -> Result<Arc<jsonschema::Validator>, McpError>,
+) -> Result<Map<String, Value>, McpError> {
     let invalid = |pointer: String, rule: String, message: String| McpError::InvalidParams {
         message,
         data: Some(json!({"key": key, "pointer": pointer, "rule": rule})),
@@ -166,7 +182,7 @@ pub fn validate_content(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let instance = Value::Object(kept);
-    let v = validator(schema)?;
+    let v = validator()?;
     if let Some(err) = v.iter_errors(&instance).next() {
         let rule = err
             .schema_path()
