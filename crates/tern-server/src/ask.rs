@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tern_proto::McpError;
 use tern_types::ClientCapabilities;
 
-use crate::form::{ElicitForm, check_form_schema, validate_content};
+use crate::form::{ElicitForm, check_form_schema};
 use crate::outcome::{Error, Pending};
 
 /// The kind of an input request, and so the capability it needs (MRTR-S8).
@@ -444,10 +444,7 @@ fn parse_form<T: DeserializeOwned>(
     request: &Value,
     answer: &Value,
 ) -> Result<Elicited<T>, McpError> {
-    let schema = &request["params"]["requestedSchema"];
-    accept_form(key, answer, |content| {
-        validate_content(key, schema, content)
-    })
+    parse_form_with(key, request, answer, None)
 }
 
 /// A typed form's answer, checked with the validator kept for its type
@@ -457,33 +454,26 @@ fn parse_typed_form<T: ElicitForm>(
     request: &Value,
     answer: &Value,
 ) -> Result<Elicited<T>, McpError> {
-    let schema = &request["params"]["requestedSchema"];
-    accept_form(key, answer, |content| {
-        crate::form::validate_with(key, schema, content, || {
-            // A schema that did not compile is compiled again for its
-            // error.
-            typed_schema::<T>()
-                .validator
-                .clone()
-                .map_or_else(|| crate::form::compile(schema), Ok)
-        })
-    })
+    parse_form_with(key, request, answer, typed_schema::<T>().validator.clone())
 }
 
-/// A form answer: accepted content validated by `validate`, or decline or
-/// cancel.
-fn accept_form<T: DeserializeOwned>(
+/// A form answer: accepted content validated against the asked schema (by
+/// `validator` when known, else the one cached for the schema), or decline
+/// or cancel.
+fn parse_form_with<T: DeserializeOwned>(
     key: &str,
+    request: &Value,
     answer: &Value,
-    validate: impl FnOnce(&Value) -> Result<Map<String, Value>, McpError>,
+    validator: Option<Arc<jsonschema::Validator>>,
 ) -> Result<Elicited<T>, McpError> {
     if !answer.is_object() {
         return Err(malformed(key, "an elicitation answer must be an object"));
     }
     match parse_action(key, answer)? {
         "accept" => {
+            let schema = &request["params"]["requestedSchema"];
             let content = answer.get("content").unwrap_or(&Value::Null);
-            let kept = validate(content)?;
+            let kept = crate::form::validate_with(key, schema, content, validator)?;
             serde_json::from_value(Value::Object(kept))
                 .map(Elicited::Accepted)
                 .map_err(|e| malformed(key, e))
@@ -710,12 +700,30 @@ fn typed_schema<T: ElicitForm>() -> Arc<TypedSchema> {
         .clone()
 }
 
+/// An input request, `{"method": method, "params": params}`. Built by
+/// moving the parts in: `json!` would copy an embedded value through its
+/// serializer, and a form's schema is embedded on every round.
+fn input_request(method: &str, params: Value) -> Value {
+    let mut request = Map::new();
+    request.insert("method".into(), Value::String(method.into()));
+    request.insert("params".into(), params);
+    Value::Object(request)
+}
+
+/// A form-mode elicitation request.
+fn form_request(message: &str, schema: Value) -> Value {
+    let mut params = Map::new();
+    params.insert("mode".into(), Value::String("form".into()));
+    params.insert("message".into(), Value::String(message.into()));
+    params.insert("requestedSchema".into(), schema);
+    input_request("elicitation/create", Value::Object(params))
+}
+
 impl Need<()> {
     /// A typed form: form-mode elicitation with the schema derived from `T`.
     pub fn form<T: ElicitForm>(key: &str, message: &str) -> Need<Elicited<T>> {
         let typed = typed_schema::<T>();
-        let request = json!({"method": "elicitation/create", "params": {
-            "mode": "form", "message": message, "requestedSchema": typed.schema.clone()}});
+        let request = form_request(message, typed.schema.clone());
         let mut need = Need::build(key, InputKind::Form, request, parse_typed_form::<T>);
         need.checked = typed.valid;
         need.rdig = typed
@@ -732,8 +740,7 @@ impl Need<()> {
         message: &str,
         schema: Value,
     ) -> Need<Elicited<Map<String, Value>>> {
-        let request = json!({"method": "elicitation/create", "params": {
-            "mode": "form", "message": message, "requestedSchema": schema}});
+        let request = form_request(message, schema);
         Need::build(
             key,
             InputKind::Form,
@@ -753,7 +760,7 @@ impl Need<()> {
     /// A model sample (`sampling/createMessage`, deprecated feature) with the
     /// given params (`messages`, `maxTokens`, …).
     pub fn sampling(key: &str, params: Value) -> Need<Sampled> {
-        let request = json!({"method": "sampling/createMessage", "params": params});
+        let request = input_request("sampling/createMessage", params);
         Need::build(key, InputKind::Sampling, request, parse_sampling)
     }
 
@@ -819,7 +826,12 @@ fn parse_relayed(key: &str, request: &Value, answer: &Value) -> Result<Value, Mc
         }
         Some("elicitation/create") => match parse_form::<Map<String, Value>>(key, request, answer)?
         {
-            Elicited::Accepted(content) => Ok(json!({"action": "accept", "content": content})),
+            Elicited::Accepted(content) => {
+                let mut answer = Map::new();
+                answer.insert("action".into(), Value::String("accept".into()));
+                answer.insert("content".into(), Value::Object(content));
+                Ok(Value::Object(answer))
+            }
             Elicited::Declined => Ok(json!({"action": "decline"})),
             Elicited::Cancelled => Ok(json!({"action": "cancel"})),
         },

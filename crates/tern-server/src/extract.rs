@@ -79,12 +79,10 @@ pub struct Args<T>(pub T);
 
 impl<T: DeserializeOwned + JsonSchema> FromCall for Args<T> {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        let args = cx
-            .params
-            .get("arguments")
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        serde_json::from_value(args).map(Args).map_err(|e| {
+        // Read in place: the arguments are not copied to be deserialized.
+        let empty = Value::Object(Map::new());
+        let args = cx.params.get("arguments").unwrap_or(&empty);
+        T::deserialize(args).map(Args).map_err(|e| {
             if cx.method == Method::ToolsCall {
                 Outcome::ToolError(format!("Invalid arguments: {e}"))
             } else {

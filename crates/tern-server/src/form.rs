@@ -153,16 +153,17 @@ pub fn validate_content(
     schema: &Value,
     content: &Value,
 ) -> Result<Map<String, Value>, McpError> {
-    validate_with(key, schema, content, || validator(schema))
+    validate_with(key, schema, content, None)
 }
 
-/// [`validate_content`] with the validator supplied: a typed form keeps its
-/// own, so the schema is not hashed and compared on every answer.
+/// [`validate_content`] with the schema's validator when the caller keeps
+/// it (a typed form does), so the schema is not hashed and compared with
+/// the cache's on every answer.
 pub(crate) fn validate_with(
     key: &str,
     schema: &Value,
     content: &Value,
-    validator: impl FnOnce() -> Result<Arc<jsonschema::Validator>, McpError>,
+    known: Option<Arc<jsonschema::Validator>>,
 ) -> Result<Map<String, Value>, McpError> {
     let invalid = |pointer: String, rule: String, message: String| McpError::InvalidParams {
         message,
@@ -182,7 +183,10 @@ pub(crate) fn validate_with(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let instance = Value::Object(kept);
-    let v = validator()?;
+    let v = match known {
+        Some(v) => v,
+        None => validator(schema)?,
+    };
     if let Some(err) = v.iter_errors(&instance).next() {
         let rule = err
             .schema_path()
