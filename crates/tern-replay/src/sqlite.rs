@@ -205,8 +205,10 @@ pub enum SqliteOpenError {
 /// outlive the process. A clock stepped forward shortens live markers; run
 /// NTP with slewing.
 ///
-/// Each handle serialises its own calls on one connection; open several
-/// handles for parallel callers.
+/// Each handle serialises its own calls on one connection, and commits the
+/// calls that queue up while it is busy in one transaction (group commit):
+/// under load one `fsync` covers many markers, and no call is answered
+/// before its marker is committed.
 ///
 /// The mistakes, priced: a replay wrongly accepted repeats an irreversible
 /// effect, and here it can only come from a lost marker (a power cut under
@@ -428,29 +430,116 @@ struct Worker {
     last_purge_ms: Option<i64>,
 }
 
+/// The most jobs one transaction carries.
+const MAX_BATCH: usize = 64;
+
+/// What a job produced, held until its batch is committed.
+enum Done {
+    Consume(Result<Consumed, StoreError>),
+    Put(Result<(), StoreError>),
+    Get(Result<Option<StoredResult>, StoreError>),
+}
+
+impl Done {
+    fn is_ok(&self) -> bool {
+        match self {
+            Done::Consume(r) => r.is_ok(),
+            Done::Put(r) => r.is_ok(),
+            Done::Get(r) => r.is_ok(),
+        }
+    }
+}
+
+impl Job {
+    /// Sends `done` to the job's caller. A caller may have given up
+    /// waiting; its loss, so failed sends are ignored.
+    fn answer(self, done: Done) {
+        match (self, done) {
+            (Job::Consume { reply, .. }, Done::Consume(r)) => {
+                let _ = reply.send(r);
+            }
+            (Job::PutResult { reply, .. }, Done::Put(r)) => {
+                let _ = reply.send(r);
+            }
+            (Job::GetResult { reply, .. }, Done::Get(r)) => {
+                let _ = reply.send(r);
+            }
+            // Not produced by `Worker::execute`; the dropped reply reads as
+            // an unavailable store, which fails closed.
+            _ => {}
+        }
+    }
+}
+
 impl Worker {
     /// Serves jobs until every handle to the store is dropped.
+    ///
+    /// Group commit: the jobs already queued when the worker is free run in
+    /// one transaction, so one `fsync` covers all of them instead of one
+    /// each. Nothing waits to fill a batch, and no answer is sent before its
+    /// batch is committed, so a first use is reported only once its marker
+    /// is as durable as a commit of its own would make it. A batch that
+    /// fails anywhere is rolled back and its jobs run again one by one, each
+    /// in its own transaction, so an error reaches only the job it belongs
+    /// to, exactly as without batching.
     fn run(&mut self, queue: &mpsc::Receiver<Job>) {
-        // A caller may have given up waiting; its loss, so failed sends
-        // are ignored.
-        while let Ok(job) = queue.recv() {
-            match job {
-                Job::Consume { key, ttl, reply } => {
-                    let _ = reply.send(self.consume(&key, ttl));
-                }
-                Job::PutResult {
-                    key,
-                    owner,
-                    result,
-                    ttl,
-                    reply,
-                } => {
-                    let _ = reply.send(self.put_result(&key, &owner, &result, ttl));
-                }
-                Job::GetResult { key, reply } => {
-                    let _ = reply.send(self.get_result(&key));
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while let Ok(first) = queue.recv() {
+            batch.push(first);
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
                 }
             }
+            if batch.len() > 1
+                && let Some(done) = self.execute_batch(&batch)
+            {
+                self.maybe_purge();
+                batch.drain(..).zip(done).for_each(|(job, d)| job.answer(d));
+                continue;
+            }
+            for job in batch.drain(..) {
+                let done = self.execute(&job);
+                self.maybe_purge();
+                job.answer(done);
+            }
+        }
+    }
+
+    /// Runs `batch` in one transaction; `None` when anything failed, with
+    /// the transaction rolled back.
+    fn execute_batch(&mut self, batch: &[Job]) -> Option<Vec<Done>> {
+        // IMMEDIATE: the write lock is taken (or waited for, up to the busy
+        // timeout) before any job runs, not halfway through.
+        self.conn.execute_batch("BEGIN IMMEDIATE").ok()?;
+        let mut done = Vec::with_capacity(batch.len());
+        for job in batch {
+            let d = self.execute(job);
+            if !d.is_ok() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                return None;
+            }
+            done.push(d);
+        }
+        if self.conn.execute_batch("COMMIT").is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return None;
+        }
+        Some(done)
+    }
+
+    fn execute(&mut self, job: &Job) -> Done {
+        match job {
+            Job::Consume { key, ttl, .. } => Done::Consume(self.consume(key, *ttl)),
+            Job::PutResult {
+                key,
+                owner,
+                result,
+                ttl,
+                ..
+            } => Done::Put(self.put_result(key, owner, result, *ttl)),
+            Job::GetResult { key, .. } => Done::Get(self.get_result(key)),
         }
     }
 
@@ -462,7 +551,6 @@ impl Worker {
             .prepare_cached(CONSUME)
             .and_then(|mut stmt| stmt.execute(params![&key.as_bytes()[..], exp, now]))
             .map_err(store_error)?;
-        self.maybe_purge(now);
         Ok(if changed == 1 {
             Consumed::FirstUse
         } else {
@@ -485,7 +573,6 @@ impl Worker {
                 stmt.execute(params![&key.as_bytes()[..], &owner[..], result, exp])
             })
             .map_err(store_error)?;
-        self.maybe_purge(now);
         Ok(())
     }
 
@@ -516,10 +603,14 @@ impl Worker {
     }
 
     /// Deletes long-expired markers and results, at most once per interval.
-    /// Runs after the caller's own write, and a failure is left for the next
-    /// interval: expired rows already count as unused (or absent), so a
-    /// missed purge only costs disk space.
-    fn maybe_purge(&mut self, now: i64) {
+    /// Runs after the callers' own writes are committed, outside their
+    /// transaction and before they are answered, and a failure is left for the next interval: expired
+    /// rows already count as unused (or absent), so a missed purge only
+    /// costs disk space.
+    fn maybe_purge(&mut self) {
+        let Ok(now) = unix_millis() else {
+            return;
+        };
         if self
             .last_purge_ms
             .is_some_and(|last| now.saturating_sub(last) < self.purge_interval_ms)

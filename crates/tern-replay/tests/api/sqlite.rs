@@ -204,13 +204,9 @@ async fn a_broken_results_table_fails_closed() {
     );
 }
 
-#[tokio::test]
-async fn a_row_with_a_malformed_owner_fails_closed() {
-    let dir = TempDir::new();
-    let db = dir.path().join("replay.db");
-    let store = open(&db).expect("opens");
-    let key = fresh_key();
-    Connection::open(&db)
+/// A result row whose owner is 31 bytes, written behind the store's back.
+fn write_malformed_owner(db: &std::path::Path, key: tern_seal::ConsumeKey) {
+    Connection::open(db)
         .and_then(|c| {
             c.execute(
                 "INSERT INTO results (id, owner, result, exp) VALUES (?1, ?2, ?3, ?4)",
@@ -218,6 +214,15 @@ async fn a_row_with_a_malformed_owner_fails_closed() {
             )
         })
         .expect("row written behind the store's back");
+}
+
+#[tokio::test]
+async fn a_row_with_a_malformed_owner_fails_closed() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let store = open(&db).expect("opens");
+    let key = fresh_key();
+    write_malformed_owner(&db, key);
     let read = store.get_result(key).await;
     assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
 }
@@ -303,4 +308,82 @@ async fn a_file_from_before_results_gains_the_table() {
         .await
         .expect("stored");
     assert!(store.get_result(key).await.expect("reads").is_some());
+}
+
+/// Holds the file's write lock for a moment from another connection, so
+/// the handle's jobs queue up behind it and are committed together.
+fn hold_write_lock(db: &std::path::Path) -> std::thread::JoinHandle<()> {
+    let holder = Connection::open(db).expect("second connection");
+    holder
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("takes the write lock");
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        holder.execute_batch("ROLLBACK").expect("releases the lock");
+    })
+}
+
+#[tokio::test]
+async fn queued_consumes_are_committed_together_each_with_its_own_answer() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(10));
+    let store = SqliteReplayStore::open(&db, options.clone()).expect("opens");
+    let used: Vec<_> = (0..32).map(|_| fresh_key()).collect();
+    for &k in &used {
+        assert_eq!(store.consume(k, TTL).await, Ok(Consumed::FirstUse));
+    }
+    let fresh: Vec<_> = (0..32).map(|_| fresh_key()).collect();
+    let release = hold_write_lock(&db);
+    // Fresh and used keys interleaved in one queue: an answer sent to the
+    // wrong caller would show as a fresh key refused or a used one let in.
+    let answers = futures_util::future::join_all(
+        fresh
+            .iter()
+            .zip(&used)
+            .flat_map(|(&f, &u)| [(f, true), (u, false)])
+            .map(|(k, is_fresh)| {
+                let store = &store;
+                async move { (is_fresh, store.consume(k, TTL).await) }
+            }),
+    )
+    .await;
+    release.join().expect("holder thread");
+    for (is_fresh, answer) in &answers {
+        let want = if *is_fresh {
+            Consumed::FirstUse
+        } else {
+            Consumed::AlreadyUsed
+        };
+        assert_eq!(*answer, Ok(want));
+    }
+    // Committed: a new handle sees every fresh key as used.
+    let reopened = SqliteReplayStore::open(&db, options).expect("reopens");
+    for &k in &fresh {
+        assert_eq!(reopened.consume(k, TTL).await, Ok(Consumed::AlreadyUsed));
+    }
+}
+
+#[tokio::test]
+async fn a_failing_job_fails_alone_when_its_batch_is_run_again() {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(10));
+    let store = SqliteReplayStore::open(&db, options.clone()).expect("opens");
+    let bad = fresh_key();
+    write_malformed_owner(&db, bad);
+    let (a, b) = (fresh_key(), fresh_key());
+    let release = hold_write_lock(&db);
+    let (first, read, second) = tokio::join!(
+        store.consume(a, TTL),
+        store.get_result(bad),
+        store.consume(b, TTL)
+    );
+    release.join().expect("holder thread");
+    assert_eq!(first, Ok(Consumed::FirstUse));
+    assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
+    assert_eq!(second, Ok(Consumed::FirstUse));
+    let reopened = SqliteReplayStore::open(&db, options).expect("reopens");
+    assert_eq!(reopened.consume(a, TTL).await, Ok(Consumed::AlreadyUsed));
+    assert_eq!(reopened.consume(b, TTL).await, Ok(Consumed::AlreadyUsed));
 }
