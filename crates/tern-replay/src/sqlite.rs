@@ -604,9 +604,9 @@ impl Worker {
 
     /// Deletes long-expired markers and results, at most once per interval.
     /// Runs after the callers' own writes are committed, outside their
-    /// transaction and before they are answered, and a failure is left for the next interval: expired
-    /// rows already count as unused (or absent), so a missed purge only
-    /// costs disk space.
+    /// transaction and before they are answered, and a failure is left for
+    /// the next interval: expired rows already count as unused (or absent),
+    /// so a missed purge only costs disk space.
     fn maybe_purge(&mut self) {
         let Ok(now) = unix_millis() else {
             return;

@@ -310,6 +310,12 @@ async fn a_file_from_before_results_gains_the_table() {
     assert!(store.get_result(key).await.expect("reads").is_some());
 }
 
+/// A store that waits out [`hold_write_lock`] instead of timing out.
+fn patient(db: &std::path::Path) -> SqliteReplayStore {
+    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(10));
+    SqliteReplayStore::open(db, options).expect("opens")
+}
+
 /// Holds the file's write lock for a moment from another connection, so
 /// the handle's jobs queue up behind it and are committed together.
 fn hold_write_lock(db: &std::path::Path) -> std::thread::JoinHandle<()> {
@@ -327,8 +333,7 @@ fn hold_write_lock(db: &std::path::Path) -> std::thread::JoinHandle<()> {
 async fn queued_consumes_are_committed_together_each_with_its_own_answer() {
     let dir = TempDir::new();
     let db = dir.path().join("replay.db");
-    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(10));
-    let store = SqliteReplayStore::open(&db, options.clone()).expect("opens");
+    let store = patient(&db);
     let used: Vec<_> = (0..32).map(|_| fresh_key()).collect();
     for &k in &used {
         assert_eq!(store.consume(k, TTL).await, Ok(Consumed::FirstUse));
@@ -358,7 +363,7 @@ async fn queued_consumes_are_committed_together_each_with_its_own_answer() {
         assert_eq!(*answer, Ok(want));
     }
     // Committed: a new handle sees every fresh key as used.
-    let reopened = SqliteReplayStore::open(&db, options).expect("reopens");
+    let reopened = patient(&db);
     for &k in &fresh {
         assert_eq!(reopened.consume(k, TTL).await, Ok(Consumed::AlreadyUsed));
     }
@@ -368,8 +373,7 @@ async fn queued_consumes_are_committed_together_each_with_its_own_answer() {
 async fn a_failing_job_fails_alone_when_its_batch_is_run_again() {
     let dir = TempDir::new();
     let db = dir.path().join("replay.db");
-    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(10));
-    let store = SqliteReplayStore::open(&db, options.clone()).expect("opens");
+    let store = patient(&db);
     let bad = fresh_key();
     write_malformed_owner(&db, bad);
     let (a, b) = (fresh_key(), fresh_key());
@@ -383,7 +387,7 @@ async fn a_failing_job_fails_alone_when_its_batch_is_run_again() {
     assert_eq!(first, Ok(Consumed::FirstUse));
     assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
     assert_eq!(second, Ok(Consumed::FirstUse));
-    let reopened = SqliteReplayStore::open(&db, options).expect("reopens");
+    let reopened = patient(&db);
     assert_eq!(reopened.consume(a, TTL).await, Ok(Consumed::AlreadyUsed));
     assert_eq!(reopened.consume(b, TTL).await, Ok(Consumed::AlreadyUsed));
 }
