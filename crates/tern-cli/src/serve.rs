@@ -542,12 +542,7 @@ pub(crate) async fn run_until_interrupted(
     listener: tokio::net::TcpListener,
     app: axum::Router,
 ) -> Result<(), String> {
-    // Responses go out as soon as they are written (no Nagle delay behind
-    // an unacknowledged segment).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app)
+    axum::serve(tern::http::CoalescingListener::new(listener), app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -11,6 +11,8 @@
 mod auth;
 #[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "server")]
+mod listener;
 #[cfg(feature = "client")]
 pub mod oauth;
 #[cfg(feature = "server")]
@@ -40,6 +42,8 @@ pub mod fuzzing {
 
 #[cfg(feature = "server")]
 pub use auth::{AnyOf, JwtAuthenticator, JwtKeys, TokenFile};
+#[cfg(feature = "server")]
+pub use listener::{Coalesced, CoalescingListener};
 #[cfg(feature = "server")]
 pub use server::{
     Anonymous, Authenticate, HttpOptions, ProtectedResource, Refusal, router, serve, spawn,

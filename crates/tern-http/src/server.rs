@@ -392,10 +392,7 @@ pub async fn serve(
     server: Server,
     options: HttpOptions,
 ) -> std::io::Result<()> {
-    // Responses go out as soon as they are written (no Nagle delay).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let listener = crate::CoalescingListener::new(listener);
     axum::serve(listener, router(server, options, Arc::new(Anonymous))).await
 }
 

@@ -87,6 +87,41 @@ async fn a_call_is_answered_with_one_line_of_json() {
 }
 
 #[tokio::test]
+async fn many_keep_alive_connections_on_one_thread_each_get_every_answer() {
+    // The listener defers each response write behind the other ready
+    // connections (one runtime thread here, as with `--threads 1`): every
+    // deferred write must still go out, to its own connection, in order.
+    let addr = start().await;
+    let clients = (0..16).map(|c| {
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            for i in 0..10 {
+                let mut b = body("tools/call", json!({"name": "hello"}));
+                b["id"] = json!(c * 100 + i);
+                let r = http
+                    .post(format!("http://{addr}/mcp"))
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2026-07-28")
+                    .header("mcp-method", "tools/call")
+                    .header("mcp-name", "hello")
+                    .body(b.to_string())
+                    .send()
+                    .await
+                    .unwrap();
+                let (status, v) = json_of(r).await;
+                assert_eq!(status, 200);
+                assert_eq!(v["id"], c * 100 + i);
+                assert_eq!(v["result"]["content"][0]["text"], "hello");
+            }
+        })
+    });
+    for c in clients.collect::<Vec<_>>() {
+        c.await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn progress_turns_the_answer_into_sse() {
     // HTTP-S18, HTTP-A3: notifications first, then the response ends it.
     let addr = start().await;
