@@ -64,7 +64,7 @@ pub struct Accepted {
     pub id: RequestId,
     /// The method.
     pub method: Method,
-    /// The params, `_meta` included.
+    /// The params without `_meta`, which is in [`RequestMeta::raw`].
     pub params: Map<String, Value>,
     /// The parsed `_meta`.
     pub meta: RequestMeta,
@@ -83,14 +83,23 @@ impl Envelope {
     /// `initialize` handshake fixed, so they come in as `meta`; the request's
     /// own `_meta` keeps only its progress token and extension keys.
     pub fn in_session(req: Request, mut meta: RequestMeta) -> Envelope {
-        let params = req.params.unwrap_or_default();
-        if let Some(Value::Object(own)) = params.get("_meta") {
+        let mut params = req.params.unwrap_or_default();
+        let own = match params.remove("_meta") {
+            Some(Value::Object(own)) => Some(own),
+            // Not an object: left for the method's own checks to refuse.
+            Some(other) => {
+                params.insert("_meta".into(), other);
+                None
+            }
+            None => None,
+        };
+        if let Some(own) = own {
             meta.progress_token = match own.get(meta_keys::PROGRESS_TOKEN) {
                 Some(v @ Value::String(_)) => Some(v.clone()),
                 Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),
                 _ => None,
             };
-            meta.raw = own.clone();
+            meta.raw = own;
         }
         Envelope {
             id: req.id,
@@ -179,12 +188,17 @@ fn check_envelope(
         },
         None => None,
     };
-    let params = req.params.unwrap_or_default();
-    let Some(Value::Object(meta)) = params.get("_meta") else {
-        return Err(McpError::MissingMeta(match params.get("_meta") {
-            None => "params._meta is required".into(),
-            Some(_) => "params._meta must be an object".into(),
-        }));
+    let mut params = req.params.unwrap_or_default();
+    // Moved out, not copied: the checked `_meta` lives on in
+    // `RequestMeta::raw`, and a second tree per request is not free.
+    let meta = match params.remove("_meta") {
+        Some(Value::Object(meta)) => meta,
+        None => return Err(McpError::MissingMeta("params._meta is required".into())),
+        Some(_) => {
+            return Err(McpError::MissingMeta(
+                "params._meta must be an object".into(),
+            ));
+        }
     };
     // Step 6, second half.
     let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
@@ -293,7 +307,7 @@ fn check_envelope(
         client_info,
         log_level,
         progress_token,
-        raw: meta.clone(),
+        raw: meta,
     };
     Ok(Envelope {
         id: req.id,

@@ -47,7 +47,7 @@ impl CallContext {
         self.method
     }
 
-    /// The raw params.
+    /// The raw params, without `_meta` (the [`Meta`] extractor has it).
     pub fn params(&self) -> &Map<String, Value> {
         &self.params
     }
