@@ -48,7 +48,18 @@ fn body(method: &str, params: Value) -> Value {
 }
 
 fn post(addr: SocketAddr, method: &str, name: Option<&str>) -> reqwest::RequestBuilder {
-    let mut r = reqwest::Client::new()
+    post_on(&reqwest::Client::new(), addr, method, name)
+}
+
+/// [`post`] on a given client, whose connection is kept alive between
+/// requests.
+fn post_on(
+    http: &reqwest::Client,
+    addr: SocketAddr,
+    method: &str,
+    name: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut r = http
         .post(format!("http://{addr}/mcp"))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -98,13 +109,7 @@ async fn many_keep_alive_connections_on_one_thread_each_get_every_answer() {
             for i in 0..10 {
                 let mut b = body("tools/call", json!({"name": "hello"}));
                 b["id"] = json!(c * 100 + i);
-                let r = http
-                    .post(format!("http://{addr}/mcp"))
-                    .header("content-type", "application/json")
-                    .header("accept", "application/json, text/event-stream")
-                    .header("mcp-protocol-version", "2026-07-28")
-                    .header("mcp-method", "tools/call")
-                    .header("mcp-name", "hello")
+                let r = post_on(&http, addr, "tools/call", Some("hello"))
                     .body(b.to_string())
                     .send()
                     .await
