@@ -263,11 +263,11 @@ impl Ask {
                 return Error::Protocol(e);
             }
             if need.kind.declared(&self.cx.caps) {
-                let rdig = need.rdig.unwrap_or_else(|| request_digest(&need.request));
+                let rdig = need.rdig.unwrap_or_else(|| need.request.digest());
                 round.missing.push(Asked {
                     key: need.key,
                     kind: need.kind,
-                    request: need.request,
+                    request: need.request.into_value(),
                     rdig,
                 });
             } else {
@@ -340,7 +340,7 @@ enum Mode {
 pub struct Need<T> {
     key: String,
     kind: InputKind,
-    request: Value,
+    request: Question,
     mode: Mode,
     /// The form schema was checked already (a typed form's, once per type).
     checked: bool,
@@ -359,6 +359,61 @@ impl<T> std::fmt::Debug for Need<T> {
             .field("key", &self.key)
             .field("kind", &self.kind)
             .finish()
+    }
+}
+
+/// A need's input request. A typed form's is built only when it is asked:
+/// in the round that answers it only its digest and schema are needed, and
+/// building it copied the schema on every round.
+enum Question {
+    /// The request as it is sent.
+    Built(Value),
+    /// A form-mode elicitation of a typed form's schema.
+    TypedForm {
+        message: String,
+        typed: Arc<TypedSchema>,
+    },
+}
+
+/// What [`Question::built`] lends for a question not built yet; only a
+/// typed form's parser sees it, and it reads its type's schema instead.
+static UNBUILT: Value = Value::Null;
+
+impl Question {
+    /// The request to send.
+    fn into_value(self) -> Value {
+        match self {
+            Question::Built(v) => v,
+            Question::TypedForm { message, typed } => form_request(&message, typed.schema.clone()),
+        }
+    }
+
+    /// The request, for the parsers of needs that are built at once.
+    fn built(&self) -> &Value {
+        match self {
+            Question::Built(v) => v,
+            Question::TypedForm { .. } => &UNBUILT,
+        }
+    }
+
+    /// A form's requested schema.
+    fn schema(&self) -> &Value {
+        match self {
+            Question::Built(v) => &v["params"]["requestedSchema"],
+            Question::TypedForm { typed, .. } => &typed.schema,
+        }
+    }
+
+    /// The digest of the request as it is sent ([`request_digest`]).
+    fn digest(&self) -> [u8; 16] {
+        match self {
+            Question::Built(v) => request_digest(v),
+            Question::TypedForm { message, typed } => typed
+                .canonical
+                .as_deref()
+                .map(|schema| form_request_digest(message, schema))
+                .unwrap_or_else(|| request_digest(&form_request(message, typed.schema.clone()))),
+        }
     }
 }
 
@@ -444,25 +499,27 @@ fn parse_form<T: DeserializeOwned>(
     request: &Value,
     answer: &Value,
 ) -> Result<Elicited<T>, McpError> {
-    parse_form_with(key, request, answer, None)
+    parse_form_with(key, &request["params"]["requestedSchema"], answer, None)
 }
 
-/// A typed form's answer, checked with the validator kept for its type
-/// (the request's schema is that type's).
+/// A typed form's answer, checked against its type's schema with the
+/// validator kept for it (the request asked that schema; it may not have
+/// been built this round, see [`Question`]).
 fn parse_typed_form<T: ElicitForm>(
     key: &str,
-    request: &Value,
+    _request: &Value,
     answer: &Value,
 ) -> Result<Elicited<T>, McpError> {
-    parse_form_with(key, request, answer, typed_schema::<T>().validator.clone())
+    let typed = typed_schema::<T>();
+    parse_form_with(key, &typed.schema, answer, typed.validator.clone())
 }
 
-/// A form answer: accepted content validated against the asked schema (by
-/// `validator` when known, else the one cached for the schema), or decline
-/// or cancel.
+/// A form answer: accepted content validated against the asked `schema`
+/// (by `validator` when known, else the one cached for the schema), or
+/// decline or cancel.
 fn parse_form_with<T: DeserializeOwned>(
     key: &str,
-    request: &Value,
+    schema: &Value,
     answer: &Value,
     validator: Option<Arc<jsonschema::Validator>>,
 ) -> Result<Elicited<T>, McpError> {
@@ -471,7 +528,6 @@ fn parse_form_with<T: DeserializeOwned>(
     }
     match parse_action(key, answer)? {
         "accept" => {
-            let schema = &request["params"]["requestedSchema"];
             let content = answer.get("content").unwrap_or(&Value::Null);
             let kept = crate::form::validate_with(key, schema, content, validator)?;
             serde_json::from_value(Value::Object(kept))
@@ -723,14 +779,18 @@ impl Need<()> {
     /// A typed form: form-mode elicitation with the schema derived from `T`.
     pub fn form<T: ElicitForm>(key: &str, message: &str) -> Need<Elicited<T>> {
         let typed = typed_schema::<T>();
-        let request = form_request(message, typed.schema.clone());
-        let mut need = Need::build(key, InputKind::Form, request, parse_typed_form::<T>);
-        need.checked = typed.valid;
-        need.rdig = typed
-            .canonical
-            .as_deref()
-            .map(|schema| form_request_digest(message, schema));
-        need
+        let checked = typed.valid;
+        let request = Question::TypedForm {
+            message: message.to_owned(),
+            typed,
+        };
+        let rdig = Some(request.digest());
+        Need {
+            request,
+            checked,
+            rdig,
+            ..Need::build(key, InputKind::Form, Value::Null, parse_typed_form::<T>)
+        }
     }
 
     /// A form whose schema is built at run time; the answer is the accepted
@@ -856,7 +916,7 @@ impl<T> Need<T> {
         Need {
             key: key.to_owned(),
             kind,
-            request,
+            request: Question::Built(request),
             mode: Mode::Required,
             checked: false,
             transient: false,
@@ -881,7 +941,7 @@ impl<T> Need<T> {
 
     fn check(&self) -> Result<(), McpError> {
         if self.kind == InputKind::Form && !self.checked {
-            check_form_schema(&self.request["params"]["requestedSchema"])
+            check_form_schema(self.request.schema())
                 .map_err(|e| McpError::Internal(format!("input {}: {e}", self.key)))?;
         }
         Ok(())
@@ -892,7 +952,7 @@ impl<T> Need<T> {
     fn eval(self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
         self.check()?;
         let cx = round.cx;
-        let rdig = self.rdig.unwrap_or_else(|| request_digest(&self.request));
+        let rdig = self.rdig.unwrap_or_else(|| self.request.digest());
         if !self.kind.declared(&cx.caps) {
             if self.mode == Mode::Required {
                 round.undeclared.push(self.kind);
@@ -905,14 +965,14 @@ impl<T> Need<T> {
             && cx.expected(&self.key, self.kind, &rdig)
             && let Some(answer) = cx.responses.get(&self.key)
         {
-            let parsed = (self.parse)(&self.key, &self.request, answer)?;
+            let parsed = (self.parse)(&self.key, self.request.built(), answer)?;
             if !self.transient {
                 cx.accept(&self.key, rdig);
             }
             return Ok(Some(parsed));
         }
         if let Some(answer) = cx.find_done(&self.key, &rdig) {
-            return (self.parse)(&self.key, &self.request, &answer).map(Some);
+            return (self.parse)(&self.key, self.request.built(), &answer).map(Some);
         }
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);
@@ -921,7 +981,7 @@ impl<T> Need<T> {
         round.missing.push(Asked {
             key: self.key,
             kind: self.kind,
-            request: self.request,
+            request: self.request.into_value(),
             rdig,
         });
         Ok(None)
