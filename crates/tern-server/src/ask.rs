@@ -408,13 +408,40 @@ impl Question {
     fn digest(&self) -> [u8; 16] {
         match self {
             Question::Built(v) => request_digest(v),
-            Question::TypedForm { message, typed } => typed
-                .canonical
-                .as_deref()
-                .map(|schema| form_request_digest(message, schema))
-                .unwrap_or_else(|| request_digest(&form_request(message, typed.schema.clone()))),
+            Question::TypedForm { message, typed } => match typed.canonical.as_deref() {
+                Some(schema) => typed_form_digest(typed, message, schema),
+                None => request_digest(&form_request(message, typed.schema.clone())),
+            },
         }
     }
+}
+
+/// [`form_request_digest`] of a typed form, remembered per thread by type
+/// and message: a form is usually asked with the same few messages, and
+/// the digest hashes the whole request, schema included, on every round.
+fn typed_form_digest(typed: &Arc<TypedSchema>, message: &str, schema: &[u8]) -> [u8; 16] {
+    /// Messages per form type: enough for a form's usual messages, few
+    /// enough to stay small when messages are built from arguments.
+    const KEEP: usize = 256;
+    thread_local! {
+        static DIGESTS: std::cell::RefCell<HashMap<usize, HashMap<Box<str>, [u8; 16]>>> =
+            std::cell::RefCell::default();
+    }
+    // The schema's `Arc` lives as long as the process (the per-type cache
+    // keeps it), so its address names the type.
+    let id = Arc::as_ptr(typed) as usize;
+    DIGESTS.with_borrow_mut(|digests| {
+        let known = digests.entry(id).or_default();
+        if let Some(d) = known.get(message) {
+            return *d;
+        }
+        if known.len() >= KEEP {
+            known.clear();
+        }
+        let d = form_request_digest(message, schema);
+        known.insert(message.into(), d);
+        d
+    })
 }
 
 /// The answer to a form or URL elicitation: accept, decline and cancel are
@@ -1106,5 +1133,35 @@ mod tests {
                 "{message:?}"
             );
         }
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Approval {
+        #[expect(dead_code, reason = "only the schema is used")]
+        approved: bool,
+    }
+
+    impl ElicitForm for Approval {
+        fn requested_schema() -> Value {
+            json!({"type": "object", "properties": {"approved": {"type": "boolean"}},
+                "required": ["approved"]})
+        }
+    }
+
+    #[test]
+    fn a_remembered_typed_form_digest_is_still_that_of_its_request() {
+        // MRTR-S8: the digest a need carries is its request's, whether
+        // computed now or remembered from an earlier round; another message
+        // is another question.
+        let digest = |message: &str| Need::form::<Approval>("k", message).rdig.unwrap();
+        let sent = |message: &str| {
+            let need = Need::form::<Approval>("k", message);
+            request_digest(&need.request.into_value())
+        };
+        for message in ["Approve?", "Approve deployment to prod?", "Approve?"] {
+            assert_eq!(digest(message), sent(message), "{message:?}");
+            assert_eq!(digest(message), digest(message), "{message:?}");
+        }
+        assert_ne!(digest("Approve?"), digest("Approve deployment to prod?"));
     }
 }
