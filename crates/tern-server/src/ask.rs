@@ -423,9 +423,10 @@ fn typed_form_digest(typed: &Arc<TypedSchema>, message: &str, schema: &[u8]) -> 
     /// Messages per form type: enough for a form's usual messages, few
     /// enough to stay small when messages are built from arguments.
     const KEEP: usize = 256;
+    /// Digests by message, per form type.
+    type Digests = HashMap<usize, HashMap<Box<str>, [u8; 16]>>;
     thread_local! {
-        static DIGESTS: std::cell::RefCell<HashMap<usize, HashMap<Box<str>, [u8; 16]>>> =
-            std::cell::RefCell::default();
+        static DIGESTS: std::cell::RefCell<Digests> = std::cell::RefCell::default();
     }
     // The schema's `Arc` lives as long as the process (the per-type cache
     // keeps it), so its address names the type.
