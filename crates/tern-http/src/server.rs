@@ -648,7 +648,10 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     let mut request: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(
         std::panic::AssertUnwindSafe(async move {
             match session {
-                Some(s) => server.handle_in(&s, inbound, sink).await,
+                // Boxed: a session's future is large, and inline it would
+                // make every request's future as large, copied whole into
+                // the box below.
+                Some(s) => Box::pin(server.handle_in(&s, inbound, sink)).await,
                 None => server.handle(inbound, sink).await,
             }
         })
