@@ -1,13 +1,4 @@
-//! The TCP listener `serve` uses: no Nagle delay, and each connection's
-//! response write waits for the other connections that are ready to run
-//! first, so responses finished in one turn of the runtime leave together.
-//!
-//! On loopback and in virtual machines most of a response's cost after
-//! the server's own work is waking the peer that sleeps on it. When many
-//! connections are busy, sending their responses back to back lets one
-//! wake-up serve several of them; deferring a write behind the other ready
-//! tasks costs one extra poll of the connection and no timer, so a lone
-//! connection's latency does not change.
+//! The TCP listener of [`crate::serve`] and `tern serve`.
 
 use std::io;
 use std::net::SocketAddr;
@@ -17,8 +8,17 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-/// A [`TcpListener`] for [`axum::serve`] whose connections set
-/// `TCP_NODELAY` and coalesce their writes (see the module docs).
+/// A [`TcpListener`] for [`axum::serve()`] whose connections set
+/// `TCP_NODELAY` and coalesce their writes: each connection's response
+/// write first waits for the other connections that are ready to run, so
+/// responses finished in one turn of the runtime leave together.
+///
+/// On loopback and in virtual machines much of a response's cost after the
+/// server's own work is waking the peer that sleeps on it. When many
+/// connections are busy, sending their responses back to back lets one
+/// wake-up serve several of them. Deferring a write behind the other ready
+/// tasks costs one extra poll of the connection and no timer, so a lone
+/// connection's latency does not change.
 #[derive(Debug)]
 pub struct CoalescingListener {
     inner: TcpListener,
@@ -54,7 +54,8 @@ impl axum::serve::Listener for CoalescingListener {
     }
 }
 
-/// One accepted connection whose first write attempt yields once.
+/// One accepted connection of a [`CoalescingListener`]: each write yields
+/// once to the other ready tasks before it goes out.
 #[derive(Debug)]
 pub struct Coalesced {
     io: TcpStream,
