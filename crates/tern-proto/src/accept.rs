@@ -84,16 +84,11 @@ impl Envelope {
     /// own `_meta` keeps only its progress token and extension keys.
     pub fn in_session(req: Request, mut meta: RequestMeta) -> Envelope {
         let mut params = req.params.unwrap_or_default();
-        let own = match params.remove("_meta") {
-            Some(Value::Object(own)) => Some(own),
-            // Not an object: left for the method's own checks to refuse.
-            Some(other) => {
-                params.insert("_meta".into(), other);
-                None
-            }
-            None => None,
-        };
-        if let Some(own) = own {
+        // Moved out only when it is an object; anything else is left for
+        // the method's own checks to refuse.
+        if matches!(params.get("_meta"), Some(Value::Object(_)))
+            && let Some(Value::Object(own)) = params.remove("_meta")
+        {
             meta.progress_token = match own.get(meta_keys::PROGRESS_TOKEN) {
                 Some(v @ Value::String(_)) => Some(v.clone()),
                 Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),

@@ -263,7 +263,7 @@ impl Ask {
                 return Error::Protocol(e);
             }
             if need.kind.declared(&self.cx.caps) {
-                let rdig = need.rdig.unwrap_or_else(|| need.request.digest());
+                let rdig = need.request.digest();
                 round.missing.push(Asked {
                     key: need.key,
                     kind: need.kind,
@@ -342,14 +342,10 @@ pub struct Need<T> {
     kind: InputKind,
     request: Question,
     mode: Mode,
-    /// The form schema was checked already (a typed form's, once per type).
-    checked: bool,
     /// The answer is used in the round it arrives and not carried into
     /// later states (a relayed question: its asker keeps its own state).
     transient: bool,
-    parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
-    /// The request's digest when known at construction (typed forms).
-    rdig: Option<[u8; 16]>,
+    parse: fn(&str, &Question, &Value) -> Result<T, McpError>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -375,9 +371,15 @@ enum Question {
     },
 }
 
-/// What [`Question::built`] lends for a question not built yet; only a
-/// typed form's parser sees it, and it reads its type's schema instead.
+/// What [`Question::built`] lends for a question not built yet. Only the
+/// form parser sees a typed form, and it reads [`Question::schema`].
 static UNBUILT: Value = Value::Null;
+
+impl From<Value> for Question {
+    fn from(request: Value) -> Self {
+        Question::Built(request)
+    }
+}
 
 impl Question {
     /// The request to send.
@@ -388,7 +390,8 @@ impl Question {
         }
     }
 
-    /// The request, for the parsers of needs that are built at once.
+    /// The request, for the parsers of kinds other than forms, which are
+    /// always built.
     fn built(&self) -> &Value {
         match self {
             Question::Built(v) => v,
@@ -401,6 +404,24 @@ impl Question {
         match self {
             Question::Built(v) => &v["params"]["requestedSchema"],
             Question::TypedForm { typed, .. } => &typed.schema,
+        }
+    }
+
+    /// The compiled validator of a typed form's schema; other forms use
+    /// the validator cached for their schema.
+    fn validator(&self) -> Option<Arc<jsonschema::Validator>> {
+        match self {
+            Question::Built(_) => None,
+            Question::TypedForm { typed, .. } => typed.validator.clone(),
+        }
+    }
+
+    /// The form schema passed [`check_form_schema`] already (a typed
+    /// form's, once per type).
+    fn checked(&self) -> bool {
+        match self {
+            Question::Built(_) => false,
+            Question::TypedForm { typed, .. } => typed.valid,
         }
     }
 
@@ -522,34 +543,13 @@ fn parse_action(key: &str, answer: &Value) -> Result<&'static str, McpError> {
     }
 }
 
+/// A form answer: accepted content validated against the asked schema
+/// (by a typed form's own validator, else the one cached for the schema),
+/// or decline or cancel.
 fn parse_form<T: DeserializeOwned>(
     key: &str,
-    request: &Value,
+    question: &Question,
     answer: &Value,
-) -> Result<Elicited<T>, McpError> {
-    parse_form_with(key, &request["params"]["requestedSchema"], answer, None)
-}
-
-/// A typed form's answer, checked against its type's schema with the
-/// validator kept for it (the request asked that schema; it may not have
-/// been built this round, see [`Question`]).
-fn parse_typed_form<T: ElicitForm>(
-    key: &str,
-    _request: &Value,
-    answer: &Value,
-) -> Result<Elicited<T>, McpError> {
-    let typed = typed_schema::<T>();
-    parse_form_with(key, &typed.schema, answer, typed.validator.clone())
-}
-
-/// A form answer: accepted content validated against the asked `schema`
-/// (by `validator` when known, else the one cached for the schema), or
-/// decline or cancel.
-fn parse_form_with<T: DeserializeOwned>(
-    key: &str,
-    schema: &Value,
-    answer: &Value,
-    validator: Option<Arc<jsonschema::Validator>>,
 ) -> Result<Elicited<T>, McpError> {
     if !answer.is_object() {
         return Err(malformed(key, "an elicitation answer must be an object"));
@@ -557,7 +557,8 @@ fn parse_form_with<T: DeserializeOwned>(
     match parse_action(key, answer)? {
         "accept" => {
             let content = answer.get("content").unwrap_or(&Value::Null);
-            let kept = crate::form::validate_with(key, schema, content, validator)?;
+            let kept =
+                crate::form::validate_with(key, question.schema(), content, question.validator())?;
             serde_json::from_value(Value::Object(kept))
                 .map(Elicited::Accepted)
                 .map_err(|e| malformed(key, e))
@@ -568,7 +569,7 @@ fn parse_form_with<T: DeserializeOwned>(
     }
 }
 
-fn parse_url(key: &str, _request: &Value, answer: &Value) -> Result<Elicited<()>, McpError> {
+fn parse_url(key: &str, _question: &Question, answer: &Value) -> Result<Elicited<()>, McpError> {
     if !answer.is_object() {
         return Err(malformed(key, "an elicitation answer must be an object"));
     }
@@ -606,7 +607,8 @@ impl<'a> SamplingAsk<'a> {
     }
 }
 
-fn parse_sampling(key: &str, request: &Value, answer: &Value) -> Result<Sampled, McpError> {
+fn parse_sampling(key: &str, question: &Question, answer: &Value) -> Result<Sampled, McpError> {
+    let request = question.built();
     let obj = answer
         .as_object()
         .ok_or_else(|| malformed(key, "a sampling answer must be an object"))?;
@@ -689,7 +691,7 @@ fn parse_sampling(key: &str, request: &Value, answer: &Value) -> Result<Sampled,
 /// At most this many roots are read (SECURITY.md §3.8).
 const MAX_ROOTS: usize = 1000;
 
-fn parse_roots(key: &str, _request: &Value, answer: &Value) -> Result<Vec<Root>, McpError> {
+fn parse_roots(key: &str, _question: &Question, answer: &Value) -> Result<Vec<Root>, McpError> {
     let roots = answer
         .get("roots")
         .and_then(Value::as_array)
@@ -806,19 +808,11 @@ fn form_request(message: &str, schema: Value) -> Value {
 impl Need<()> {
     /// A typed form: form-mode elicitation with the schema derived from `T`.
     pub fn form<T: ElicitForm>(key: &str, message: &str) -> Need<Elicited<T>> {
-        let typed = typed_schema::<T>();
-        let checked = typed.valid;
         let request = Question::TypedForm {
             message: message.to_owned(),
-            typed,
+            typed: typed_schema::<T>(),
         };
-        let rdig = Some(request.digest());
-        Need {
-            request,
-            checked,
-            rdig,
-            ..Need::build(key, InputKind::Form, Value::Null, parse_typed_form::<T>)
-        }
+        Need::build(key, InputKind::Form, request, parse_form::<T>)
     }
 
     /// A form whose schema is built at run time; the answer is the accepted
@@ -906,29 +900,31 @@ impl Need<Value> {
 
 /// Checks a relayed answer as its kind's typed need would and hands it back
 /// as sent (a form's content reduced to what its schema allows).
-fn parse_relayed(key: &str, request: &Value, answer: &Value) -> Result<Value, McpError> {
+fn parse_relayed(key: &str, question: &Question, answer: &Value) -> Result<Value, McpError> {
+    let request = question.built();
     match request.get("method").and_then(Value::as_str) {
         Some("elicitation/create") if request["params"]["mode"] == "url" => {
-            parse_url(key, request, answer)?;
+            parse_url(key, question, answer)?;
             Ok(answer.clone())
         }
-        Some("elicitation/create") => match parse_form::<Map<String, Value>>(key, request, answer)?
-        {
-            Elicited::Accepted(content) => {
-                let mut answer = Map::new();
-                answer.insert("action".into(), Value::String("accept".into()));
-                answer.insert("content".into(), Value::Object(content));
-                Ok(Value::Object(answer))
+        Some("elicitation/create") => {
+            match parse_form::<Map<String, Value>>(key, question, answer)? {
+                Elicited::Accepted(content) => {
+                    let mut answer = Map::new();
+                    answer.insert("action".into(), Value::String("accept".into()));
+                    answer.insert("content".into(), Value::Object(content));
+                    Ok(Value::Object(answer))
+                }
+                Elicited::Declined => Ok(json!({"action": "decline"})),
+                Elicited::Cancelled => Ok(json!({"action": "cancel"})),
             }
-            Elicited::Declined => Ok(json!({"action": "decline"})),
-            Elicited::Cancelled => Ok(json!({"action": "cancel"})),
-        },
+        }
         Some("sampling/createMessage") => {
-            parse_sampling(key, request, answer)?;
+            parse_sampling(key, question, answer)?;
             Ok(answer.clone())
         }
         _ => {
-            parse_roots(key, request, answer)?;
+            parse_roots(key, question, answer)?;
             Ok(answer.clone())
         }
     }
@@ -938,18 +934,16 @@ impl<T> Need<T> {
     fn build(
         key: &str,
         kind: InputKind,
-        request: Value,
-        parse: fn(&str, &Value, &Value) -> Result<T, McpError>,
+        request: impl Into<Question>,
+        parse: fn(&str, &Question, &Value) -> Result<T, McpError>,
     ) -> Need<T> {
         Need {
             key: key.to_owned(),
             kind,
-            request: Question::Built(request),
+            request: request.into(),
             mode: Mode::Required,
-            checked: false,
             transient: false,
             parse,
-            rdig: None,
             _t: PhantomData,
         }
     }
@@ -968,7 +962,7 @@ impl<T> Need<T> {
     }
 
     fn check(&self) -> Result<(), McpError> {
-        if self.kind == InputKind::Form && !self.checked {
+        if self.kind == InputKind::Form && !self.request.checked() {
             check_form_schema(self.request.schema())
                 .map_err(|e| McpError::Internal(format!("input {}: {e}", self.key)))?;
         }
@@ -980,7 +974,7 @@ impl<T> Need<T> {
     fn eval(self, round: &mut Round<'_>) -> Result<Option<T>, McpError> {
         self.check()?;
         let cx = round.cx;
-        let rdig = self.rdig.unwrap_or_else(|| self.request.digest());
+        let rdig = self.request.digest();
         if !self.kind.declared(&cx.caps) {
             if self.mode == Mode::Required {
                 round.undeclared.push(self.kind);
@@ -993,14 +987,14 @@ impl<T> Need<T> {
             && cx.expected(&self.key, self.kind, &rdig)
             && let Some(answer) = cx.responses.get(&self.key)
         {
-            let parsed = (self.parse)(&self.key, self.request.built(), answer)?;
+            let parsed = (self.parse)(&self.key, &self.request, answer)?;
             if !self.transient {
                 cx.accept(&self.key, rdig);
             }
             return Ok(Some(parsed));
         }
         if let Some(answer) = cx.find_done(&self.key, &rdig) {
-            return (self.parse)(&self.key, self.request.built(), &answer).map(Some);
+            return (self.parse)(&self.key, &self.request, &answer).map(Some);
         }
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);
@@ -1154,7 +1148,7 @@ mod tests {
         // MRTR-S8: the digest a need carries is its request's, whether
         // computed now or remembered from an earlier round; another message
         // is another question.
-        let digest = |message: &str| Need::form::<Approval>("k", message).rdig.unwrap();
+        let digest = |message: &str| Need::form::<Approval>("k", message).request.digest();
         let sent = |message: &str| {
             let need = Need::form::<Approval>("k", message);
             request_digest(&need.request.into_value())
