@@ -39,7 +39,8 @@ pub struct RequestMeta {
     pub log_level: Option<usize>,
     /// The progress token, a string or an integer (PROG-C1).
     pub progress_token: Option<Value>,
-    /// The whole `_meta` object, for extensions and tracing keys.
+    /// The rest of `_meta`: trace context and extension keys. The keys
+    /// read into the fields above are not repeated here.
     pub raw: Map<String, Value>,
 }
 
@@ -87,13 +88,11 @@ impl Envelope {
         // Moved out only when it is an object; anything else is left for
         // the method's own checks to refuse.
         if matches!(params.get("_meta"), Some(Value::Object(_)))
-            && let Some(Value::Object(own)) = params.remove("_meta")
+            && let Some(Value::Object(mut own)) = params.remove("_meta")
         {
-            meta.progress_token = match own.get(meta_keys::PROGRESS_TOKEN) {
-                Some(v @ Value::String(_)) => Some(v.clone()),
-                Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),
-                _ => None,
-            };
+            // Lenient: a session's requests were never refused for it.
+            meta.progress_token = progress_token(&own).unwrap_or(None);
+            own.retain(|k, _| !READ_KEYS.contains(&k.as_str()));
             meta.raw = own;
         }
         Envelope {
@@ -156,7 +155,26 @@ pub fn accept_request(
     supported: &[String],
 ) -> Result<Envelope, McpError> {
     let is_initialize = req.method == "initialize";
-    check_envelope(req, headers, supported).map_err(|e| {
+    check_envelope(req, None, headers, supported).map_err(|e| {
+        if is_initialize {
+            for_initialize(e, supported)
+        } else {
+            e
+        }
+    })
+}
+
+/// [`accept_request`] for a request whose `_meta` was already read with
+/// [`read_meta`] (and taken out of its params): the same checks, in the
+/// same order, with the same errors.
+pub fn accept_read(
+    req: Request,
+    meta: RequestMeta,
+    headers: Option<&McpHeaders>,
+    supported: &[String],
+) -> Result<Envelope, McpError> {
+    let is_initialize = req.method == "initialize";
+    check_envelope(req, Some(meta), headers, supported).map_err(|e| {
         if is_initialize {
             for_initialize(e, supported)
         } else {
@@ -167,6 +185,7 @@ pub fn accept_request(
 
 fn check_envelope(
     req: Request,
+    read: Option<RequestMeta>,
     headers: Option<&McpHeaders>,
     supported: &[String],
 ) -> Result<Envelope, McpError> {
@@ -184,32 +203,25 @@ fn check_envelope(
         None => None,
     };
     let mut params = req.params.unwrap_or_default();
-    // Moved out, not copied: the checked `_meta` lives on in
-    // `RequestMeta::raw`, and a second tree per request is not free.
-    let meta = match params.remove("_meta") {
-        Some(Value::Object(meta)) => meta,
-        None => return Err(McpError::MissingMeta("params._meta is required".into())),
-        Some(_) => {
-            return Err(McpError::MissingMeta(
-                "params._meta must be an object".into(),
-            ));
-        }
+    let read = match read {
+        Some(meta) => Ok(meta),
+        // Moved out, not copied: what is left of it lives on in
+        // `RequestMeta::raw`.
+        None => match params.remove("_meta") {
+            Some(Value::Object(meta)) => read_meta(meta),
+            None => return Err(McpError::MissingMeta("params._meta is required".into())),
+            Some(_) => {
+                return Err(McpError::MissingMeta(
+                    "params._meta must be an object".into(),
+                ));
+            }
+        },
     };
-    // Step 6, second half.
-    let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
-        Some(Value::String(v)) => v.clone(),
-        Some(_) => {
-            return Err(McpError::MissingMeta(format!(
-                "{} must be a string",
-                meta_keys::PROTOCOL_VERSION
-            )));
-        }
-        None => {
-            return Err(McpError::MissingMeta(format!(
-                "_meta[\"{}\"] is required",
-                meta_keys::PROTOCOL_VERSION
-            )));
-        }
+    // Step 6, second half: the version, before anything else of `_meta`.
+    let version = match &read {
+        Ok(meta) => meta.protocol_version.as_str(),
+        Err(MetaError::Version(e)) => return Err(e.clone()),
+        Err(MetaError::After { version, .. }) => version.as_str(),
     };
     // Step 7.
     if let Some(h) = header_version
@@ -223,13 +235,114 @@ fn check_envelope(
         });
     }
     // Step 8.
-    if !supported.contains(&version) {
+    if !supported.iter().any(|s| s == version) {
         return Err(McpError::UnsupportedVersion {
-            requested: version,
+            requested: version.to_owned(),
             supported: supported.to_vec(),
         });
     }
-    // Step 9.
+    // Step 9 and the rest of `_meta`.
+    let meta = read.map_err(|e| match e {
+        MetaError::Version(e) | MetaError::After { error: e, .. } => e,
+    })?;
+    // Step 10.
+    if let Some(h) = headers {
+        match h.method.as_deref() {
+            None => {
+                return Err(McpError::HeaderMismatch {
+                    message: "Mcp-Method header is required".into(),
+                    supported: None,
+                });
+            }
+            Some(m) if m != req.method => {
+                return Err(McpError::HeaderMismatch {
+                    message: format!(
+                        "Mcp-Method header value '{m}' does not match body value '{}'",
+                        req.method
+                    ),
+                    supported: None,
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(Envelope {
+        id: req.id,
+        method: req.method,
+        params,
+        meta,
+    })
+}
+
+/// Why a `_meta` object did not read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetaError {
+    /// The protocol version is missing or not a string (HTTP-A5 step 6).
+    Version(McpError),
+    /// The version read, something after it did not (step 9 on).
+    After {
+        /// The version it gave, for steps 7 and 8, which come first.
+        version: String,
+        /// The error to answer with once those steps pass.
+        error: McpError,
+    },
+}
+
+/// The keys of `_meta` that [`read_meta`] reads into [`RequestMeta`]'s
+/// fields and so leaves out of [`RequestMeta::raw`].
+const READ_KEYS: [&str; 5] = [
+    meta_keys::PROTOCOL_VERSION,
+    meta_keys::CLIENT_CAPABILITIES,
+    meta_keys::CLIENT_INFO,
+    meta_keys::LOG_LEVEL,
+    meta_keys::PROGRESS_TOKEN,
+];
+
+/// Reads a request's `_meta` object into a [`RequestMeta`] (META-C6,
+/// META-S7, LOG-S4, PROG-C1), without the header and version checks that
+/// [`accept_request`] adds; the keys it reads are left out of `raw`.
+pub fn read_meta(mut meta: Map<String, Value>) -> Result<RequestMeta, MetaError> {
+    let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v.clone(),
+        Some(_) => {
+            return Err(MetaError::Version(McpError::MissingMeta(format!(
+                "{} must be a string",
+                meta_keys::PROTOCOL_VERSION
+            ))));
+        }
+        None => {
+            return Err(MetaError::Version(McpError::MissingMeta(format!(
+                "_meta[\"{}\"] is required",
+                meta_keys::PROTOCOL_VERSION
+            ))));
+        }
+    };
+    let rest = read_rest(&meta);
+    let (client_capabilities, client_info, log_level, progress_token) = match rest {
+        Ok(r) => r,
+        Err(error) => return Err(MetaError::After { version, error }),
+    };
+    meta.retain(|k, _| !READ_KEYS.contains(&k.as_str()));
+    Ok(RequestMeta {
+        protocol_version: version,
+        client_capabilities,
+        client_info,
+        log_level,
+        progress_token,
+        raw: meta,
+    })
+}
+
+type Rest = (
+    ClientCapabilities,
+    Option<Implementation>,
+    Option<usize>,
+    Option<Value>,
+);
+
+/// Step 9 (the capabilities), then the identity, the log level and the
+/// progress token.
+fn read_rest(meta: &Map<String, Value>) -> Result<Rest, McpError> {
     let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
         Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|e| {
             McpError::MissingMeta(format!(
@@ -265,51 +378,24 @@ fn check_envelope(
         },
         Some(_) => return Err(McpError::invalid_params("logLevel must be a string")),
     };
-    let progress_token = match meta.get(meta_keys::PROGRESS_TOKEN) {
-        None => None,
-        Some(v @ Value::String(_)) => Some(v.clone()),
-        Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),
-        Some(_) => {
-            return Err(McpError::invalid_params(
-                "progressToken must be a string or an integer",
-            ));
-        }
-    };
-    // Step 10.
-    if let Some(h) = headers {
-        match h.method.as_deref() {
-            None => {
-                return Err(McpError::HeaderMismatch {
-                    message: "Mcp-Method header is required".into(),
-                    supported: None,
-                });
-            }
-            Some(m) if m != req.method => {
-                return Err(McpError::HeaderMismatch {
-                    message: format!(
-                        "Mcp-Method header value '{m}' does not match body value '{}'",
-                        req.method
-                    ),
-                    supported: None,
-                });
-            }
-            Some(_) => {}
-        }
-    }
-    let meta = RequestMeta {
-        protocol_version: version,
+    Ok((
         client_capabilities,
         client_info,
         log_level,
-        progress_token,
-        raw: meta,
-    };
-    Ok(Envelope {
-        id: req.id,
-        method: req.method,
-        params,
-        meta,
-    })
+        progress_token(meta)?,
+    ))
+}
+
+/// The progress token, a string or an integer (PROG-C1).
+fn progress_token(meta: &Map<String, Value>) -> Result<Option<Value>, McpError> {
+    match meta.get(meta_keys::PROGRESS_TOKEN) {
+        None => Ok(None),
+        Some(v @ Value::String(_)) => Ok(Some(v.clone())),
+        Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(Some(v.clone())),
+        Some(_) => Err(McpError::invalid_params(
+            "progressToken must be a string or an integer",
+        )),
+    }
 }
 
 /// Checks `Mcp-Name` against `params.name` or `params.uri` for the three

@@ -7,13 +7,16 @@
 //! handler. So messages are read through a visitor that rejects duplicate
 //! keys and nesting past a limit while it builds the value.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 use tern_types::{ErrorResponse, Notification, Request, RequestId, ResultResponse};
 
+use crate::accept::{RequestMeta, read_meta};
 use crate::error::McpError;
 
 /// Limits applied while decoding.
@@ -81,6 +84,17 @@ enum LimitHit {
 /// are -32700; duplicate keys and excess depth are -32602 (the text is JSON,
 /// the parameters are not acceptable).
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, McpError> {
+    parse_strict(bytes, max_depth, None)
+}
+
+/// [`parse_value`], and with `meta` the text of the message's
+/// `params._meta` is only located, not parsed: its span goes in `meta` and
+/// it is left out of the params.
+fn parse_strict(
+    bytes: &[u8],
+    max_depth: usize,
+    meta: Option<&Cell<Option<(usize, usize)>>>,
+) -> Result<Value, McpError> {
     let hit = Cell::new(None);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     // Our own depth limit replaces serde_json's; it is lower, so the stack
@@ -89,6 +103,12 @@ pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, McpError> {
         depth: 0,
         max_depth,
         hit: &hit,
+        place: if meta.is_some() {
+            Place::Message
+        } else {
+            Place::Any
+        },
+        meta,
     }
     .deserialize(&mut de);
     let value = match parsed {
@@ -111,11 +131,25 @@ fn parse_detail(e: &serde_json::Error) -> String {
     e.to_string()
 }
 
+/// Where a value sits, as far as locating `params._meta` goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The message object.
+    Message,
+    /// The message's `params`.
+    Params,
+    /// Anywhere else.
+    Any,
+}
+
 #[derive(Clone, Copy)]
 struct StrictSeed<'h> {
     depth: usize,
     max_depth: usize,
     hit: &'h Cell<Option<LimitHit>>,
+    place: Place,
+    /// Where `params._meta`'s text starts (its address) and how long it is.
+    meta: Option<&'h Cell<Option<(usize, usize)>>>,
 }
 
 impl StrictSeed<'_> {
@@ -126,8 +160,8 @@ impl StrictSeed<'_> {
         }
         Ok(StrictSeed {
             depth: self.depth + 1,
-            max_depth: self.max_depth,
-            hit: self.hit,
+            place: Place::Any,
+            ..*self
         })
     }
 }
@@ -180,6 +214,25 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
         let inner = self.deeper()?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            let seed = match (self.place, key.as_str(), self.meta) {
+                (Place::Message, "params", _) => StrictSeed {
+                    place: Place::Params,
+                    ..inner
+                },
+                (Place::Params, "_meta", Some(at)) => {
+                    if at.get().is_some() {
+                        self.hit.set(Some(LimitHit::Duplicate));
+                        return Err(de::Error::custom("duplicate key"));
+                    }
+                    // Checked (depth, duplicates) when it is parsed, unless
+                    // these exact bytes already were.
+                    let text: &RawValue = map.next_value()?;
+                    let text = text.get();
+                    at.set(Some((text.as_ptr() as usize, text.len())));
+                    continue;
+                }
+                _ => inner,
+            };
             // One search of the map per key, not a lookup then an insert.
             match out.entry(key) {
                 serde_json::map::Entry::Occupied(_) => {
@@ -187,7 +240,7 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
                     return Err(de::Error::custom("duplicate key"));
                 }
                 serde_json::map::Entry::Vacant(slot) => {
-                    slot.insert(map.next_value_seed(inner)?);
+                    slot.insert(map.next_value_seed(seed)?);
                 }
             }
         }
@@ -214,6 +267,96 @@ pub fn decode_message(bytes: &[u8], limits: &Limits) -> Result<Message, DecodeEr
         error,
     })?;
     classify(value)
+}
+
+/// A message decoded by [`decode_request`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// The message. When `meta` is set, its params no longer hold `_meta`.
+    pub message: Message,
+    /// The request's `_meta`, already read (see [`read_meta`]); the
+    /// envelope checks take it through [`crate::accept::accept_read`].
+    pub meta: Option<RequestMeta>,
+}
+
+/// [`decode_message`] for a server: a request's `_meta` is read straight
+/// into a [`RequestMeta`], through a per-thread cache keyed by its exact
+/// text.
+///
+/// A client sends the same `_meta` on request after request, and building
+/// its tree, reading it and dropping it again was a tenth of a request's
+/// work. A cached entry is what strictly parsing and reading those very
+/// bytes gave, under the same depth limit, so a request is accepted or
+/// refused exactly as without the cache. Anything but a request whose
+/// `_meta` reads cleanly (any error, a notification, a malformed `_meta`)
+/// is decoded by [`decode_message`], so its answer is unchanged too.
+pub fn decode_request(bytes: &[u8], limits: &Limits) -> Result<Decoded, DecodeError> {
+    let plain = || {
+        decode_message(bytes, limits).map(|message| Decoded {
+            message,
+            meta: None,
+        })
+    };
+    if bytes.len() > limits.max_bytes {
+        return plain();
+    }
+    let at = Cell::new(None);
+    let Ok(value) = parse_strict(bytes, limits.max_depth, Some(&at)) else {
+        return plain();
+    };
+    let Some((start, len)) = at.get() else {
+        return plain();
+    };
+    let Ok(Message::Request(req)) = classify(value) else {
+        return plain();
+    };
+    // The span lies inside `bytes`: the parser borrowed it from there.
+    let start = start - bytes.as_ptr() as usize;
+    let text = &bytes[start..start + len];
+    // `_meta` is depth 3: the message, its params, then `_meta`.
+    let depth = limits.max_depth.saturating_sub(2);
+    match remembered_meta(text, depth) {
+        Some(meta) => Ok(Decoded {
+            message: Message::Request(req),
+            meta: Some(meta),
+        }),
+        None => plain(),
+    }
+}
+
+/// The [`RequestMeta`] that `text` reads to, from the cache or freshly
+/// parsed and read; `None` when it does not read cleanly.
+fn remembered_meta(text: &[u8], max_depth: usize) -> Option<RequestMeta> {
+    /// Distinct `_meta` texts kept per thread: a process serves a few
+    /// clients' worth at a time; the cache is emptied when full.
+    const KEEP: usize = 64;
+    /// By text: the depth limit it was parsed under, and what it read to.
+    type Read = HashMap<Box<[u8]>, (usize, RequestMeta)>;
+    thread_local! {
+        static READ: RefCell<Read> = RefCell::new(HashMap::new());
+    }
+    let known = READ.with_borrow(|read| match read.get(text) {
+        Some((depth, meta)) if *depth == max_depth => Some(meta.clone()),
+        _ => None,
+    });
+    if known.is_some() {
+        return known;
+    }
+    let Ok(Value::Object(map)) = parse_value(text, max_depth) else {
+        return None;
+    };
+    let meta = read_meta(map).ok()?;
+    // A progress token is new on every request: such a `_meta` is not
+    // seen again, and would only push out the ones that are.
+    if meta.progress_token.is_none() {
+        READ.with_borrow_mut(|read| {
+            if read.len() >= KEEP {
+                read.clear();
+            }
+            read.insert(text.into(), (max_depth, meta.clone()));
+        });
+    }
+    Some(meta)
 }
 
 fn peek_id(bytes: &[u8]) -> Option<RequestId> {

@@ -1,7 +1,10 @@
 //! The accept pipeline of DIGEST HTTP-A5, checked case by case.
 
+use std::path::PathBuf;
+
 use serde_json::{Value, json};
-use tern_proto::accept::{Accepted, Envelope, accept_request, method_not_found};
+use tern_proto::accept::{Accepted, Envelope, accept_read, accept_request, method_not_found};
+use tern_proto::decode::{Limits, Message, decode_message, decode_request};
 use tern_proto::{McpError, McpHeaders};
 use tern_types::methods::Method;
 use tern_types::{ErrorCode, Request};
@@ -278,4 +281,234 @@ fn an_unknown_or_unoffered_method_is_method_not_found() {
         )
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode(-32601));
+}
+
+/// What a body comes to through decoding and HTTP-A5 steps 6–12: the
+/// accepted request, or the error and the id it would echo.
+type Verdict = Result<Accepted, (Option<tern_types::RequestId>, McpError)>;
+
+/// Decoded with `_meta` left in the params, then accepted.
+fn through_the_tree(body: &[u8], h: Option<&McpHeaders>) -> Verdict {
+    let msg = decode_message(body, &Limits::default()).map_err(|e| (e.id, e.error))?;
+    let Message::Request(req) = msg else {
+        return Err((None, McpError::InvalidRequest("not a request".into())));
+    };
+    let id = req.id.clone();
+    accept_request(req, h, &supported())
+        .and_then(|e| resolve(e, h))
+        .map_err(|e| (Some(id), e))
+}
+
+/// Decoded with `_meta` read at decoding time, then accepted.
+fn read_while_decoding(body: &[u8], h: Option<&McpHeaders>) -> (Verdict, bool) {
+    let d = match decode_request(body, &Limits::default()) {
+        Ok(d) => d,
+        Err(e) => return (Err((e.id, e.error)), false),
+    };
+    let Message::Request(req) = d.message else {
+        return (
+            Err((None, McpError::InvalidRequest("not a request".into()))),
+            false,
+        );
+    };
+    let id = req.id.clone();
+    let read = d.meta.is_some();
+    if read {
+        assert!(
+            !req.params.as_ref().is_some_and(|p| p.contains_key("_meta")),
+            "a read _meta is taken out of the params"
+        );
+    }
+    let envelope = match d.meta {
+        Some(meta) => accept_read(req, meta, h, &supported()),
+        None => accept_request(req, h, &supported()),
+    };
+    (
+        envelope
+            .and_then(|e| resolve(e, h))
+            .map_err(|e| (Some(id), e)),
+        read,
+    )
+}
+
+#[test]
+fn reading_meta_while_decoding_accepts_and_refuses_exactly_as_the_tree_does() {
+    // SECURITY.md §3.4, §3.8: the `_meta` read through the per-thread cache
+    // must give what parsing those bytes strictly and reading them gives,
+    // error for error, id for id, on the first sight and on the next.
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut m = meta();
+        edit(&mut m);
+        m
+    };
+    let call = |meta: Value| {
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+               "params": {"name": "deploy", "arguments": {"a": 1}, "_meta": meta}})
+        .to_string()
+    };
+    // Raw text put first into an otherwise valid `_meta`, so only it
+    // can make the request fail.
+    let inject = |text: &str| {
+        let version = r#""io.modelcontextprotocol/protocolVersion""#;
+        call(meta()).replace(version, &format!("{text},{version}"))
+    };
+    // `_meta` is depth 3, so `n` arrays in it reach depth 3 + n.
+    let nested = |n: usize| inject(&format!(r#""x":{}1{}"#, "[".repeat(n), "]".repeat(n)));
+    let mut cases: Vec<(String, String, bool)> = vec![
+        ("well formed".into(), call(meta()), true),
+        (
+            "trace context and an extension key".into(),
+            call(with(&|m| {
+                m["traceparent"] = json!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+                m["com.example/x"] = json!({"k": [1, 2]});
+            })),
+            true,
+        ),
+        (
+            "a progress token".into(),
+            call(with(&|m| m["progressToken"] = json!("p-1"))),
+            true,
+        ),
+        (
+            "a log level".into(),
+            call(with(&|m| {
+                m["io.modelcontextprotocol/logLevel"] = json!("error");
+            })),
+            true,
+        ),
+        (
+            "no version".into(),
+            call(with(&|m| {
+                m.as_object_mut()
+                    .unwrap()
+                    .remove("io.modelcontextprotocol/protocolVersion");
+            })),
+            false,
+        ),
+        (
+            "a number for the version".into(),
+            call(with(&|m| {
+                m["io.modelcontextprotocol/protocolVersion"] = json!(2026);
+            })),
+            false,
+        ),
+        (
+            "an unsupported version".into(),
+            call(with(&|m| {
+                m["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+            })),
+            true,
+        ),
+        (
+            "capabilities of the wrong shape".into(),
+            call(with(&|m| {
+                m["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": 5});
+            })),
+            false,
+        ),
+        (
+            "an unknown log level".into(),
+            call(with(&|m| {
+                m["io.modelcontextprotocol/logLevel"] = json!("loud");
+            })),
+            false,
+        ),
+        (
+            "a fractional progress token".into(),
+            call(with(&|m| m["progressToken"] = json!(1.5))),
+            false,
+        ),
+        ("_meta not an object".into(), call(json!([1])), false),
+        (
+            "_meta twice".into(),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{{"_meta":{m},"_meta":{m}}}}}"#,
+                m = meta()
+            ),
+            false,
+        ),
+        (
+            "a key twice inside _meta".into(),
+            inject(r#""a":1,"a":2"#),
+            false,
+        ),
+        ("_meta at the depth limit".into(), nested(61), true),
+        ("_meta one past the depth limit".into(), nested(62), false),
+        ("_meta nested far too deeply".into(), nested(200), false),
+        (
+            "a lone surrogate inside _meta".into(),
+            inject(r#""a":"\ud800""#),
+            false,
+        ),
+        (
+            "a notification".into(),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"_meta": meta(), "requestId": 1}})
+            .to_string(),
+            false,
+        ),
+    ];
+    // Every request among the revision's examples.
+    let examples =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2026-07-28/examples");
+    let mut dirs: Vec<_> = std::fs::read_dir(&examples)
+        .unwrap_or_else(|e| panic!("read {}: {e}", examples.display()))
+        .map(|d| d.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with("Request")
+        })
+        .collect();
+    dirs.sort();
+    for dir in &dirs {
+        for file in std::fs::read_dir(dir).unwrap() {
+            let path = file.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Those a server accepts are read while decoding; the rest
+            // (a server's own requests) must fail the same way.
+            let accepted = through_the_tree(text.as_bytes(), None).is_ok();
+            cases.push((path.display().to_string(), text, accepted));
+        }
+    }
+    assert!(dirs.len() >= 10, "the examples hold requests: {dirs:?}");
+    assert!(
+        cases.iter().filter(|c| c.2).count() >= 15,
+        "most of the examples are accepted"
+    );
+    for (name, body, read) in &cases {
+        let body = body.as_bytes();
+        let method: Option<String> = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v["method"].as_str().map(str::to_owned));
+        let h = method.as_deref().map(headers);
+        for h in [None, h.as_ref()] {
+            let expected = through_the_tree(body, h);
+            // Twice: parsed and read the first time, remembered the next.
+            for sight in ["first", "second"] {
+                let (got, was_read) = read_while_decoding(body, h);
+                assert_eq!(got, expected, "{name}, {sight} sight, headers {h:?}");
+                if *read {
+                    assert!(was_read, "{name}: _meta read while decoding");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_read_meta_keeps_only_the_keys_it_did_not_read() {
+    let mut m = meta();
+    m["traceparent"] = json!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    m["progressToken"] = json!(7);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": m}});
+    let d = decode_request(body.to_string().as_bytes(), &Limits::default()).unwrap();
+    let meta = d.meta.expect("read while decoding");
+    assert_eq!(meta.protocol_version, "2026-07-28");
+    assert_eq!(meta.progress_token, Some(json!(7)));
+    assert_eq!(
+        Value::Object(meta.raw),
+        json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+    );
 }

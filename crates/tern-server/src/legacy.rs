@@ -188,7 +188,7 @@ impl Server {
         };
         match message {
             Message::Request(req) => match era_of(&req, session.is_open()) {
-                Era::Modern => self.handle_request(req, inbound, sink).await,
+                Era::Modern => self.handle_request(req, None, inbound, sink).await,
                 Era::Legacy => {
                     self.handle_legacy(session, req, inbound.principal, sink)
                         .await
@@ -266,7 +266,7 @@ impl Server {
         sink: Sink,
     ) -> Reply {
         let id = req.id.clone();
-        let span = crate::server::request_span(&req);
+        let span = crate::server::request_span(&req, None);
         let method = crate::metrics::method_label(&req.method);
         let run = self.serve_legacy(session, req, principal, sink);
         self.answer(id, method, span, run, legacy_shape).await

@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
-use tern_proto::accept::{Accepted, accept_request, method_not_found};
-use tern_proto::decode::{Message, decode_message};
+use tern_proto::accept::{Accepted, RequestMeta, accept_read, accept_request, method_not_found};
+use tern_proto::decode::{Decoded, Message, decode_request};
 use tern_proto::finish::{encode_result, input_required, stamp_complete};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{Deployment, KeyRing, ReplayStore, check_deployment, random_bytes};
@@ -173,15 +173,24 @@ impl Server {
     pub async fn handle(&self, inbound: Inbound, sink: Sink) -> Reply {
         let limits = &self.inner.config.limits;
         let decoded =
-            std::panic::catch_unwind(AssertUnwindSafe(|| decode_message(&inbound.body, limits)));
+            std::panic::catch_unwind(AssertUnwindSafe(|| decode_request(&inbound.body, limits)));
         match decoded {
             // Boxed: the request's future is several KiB, and every move of
             // an unboxed one (into a task, through wrappers) copies all of it.
-            Ok(Ok(Message::Request(r))) => Box::pin(self.handle_request(r, inbound, sink)).await,
+            Ok(Ok(Decoded {
+                message: Message::Request(r),
+                meta,
+            })) => Box::pin(self.handle_request(r, meta, inbound, sink)).await,
             // BASE-6: notifications get no answer; on HTTP a 202.
-            Ok(Ok(Message::Notification(_))) => Reply::Accepted,
+            Ok(Ok(Decoded {
+                message: Message::Notification(_),
+                ..
+            })) => Reply::Accepted,
             // Without a session nothing was asked of the client.
-            Ok(Ok(Message::Result(_) | Message::Error(_))) => {
+            Ok(Ok(Decoded {
+                message: Message::Result(_) | Message::Error(_),
+                ..
+            })) => {
                 let e = McpError::InvalidRequest("clients never send responses".into());
                 Reply::error_for(None, &e)
             }
@@ -190,18 +199,20 @@ impl Server {
         }
     }
 
-    /// One decoded modern request, inside the panic boundary.
+    /// One decoded modern request, inside the panic boundary; `meta` is
+    /// its `_meta` when decoding already read it.
     pub(crate) async fn handle_request(
         &self,
         req: tern_types::Request,
+        meta: Option<RequestMeta>,
         inbound: Inbound,
         sink: Sink,
     ) -> Reply {
         let id = req.id.clone();
-        let span = request_span(&req);
+        let span = request_span(&req, meta.as_ref().map(|m| &m.raw));
         let headers = inbound.headers.as_ref();
         let method = method_label(&req.method);
-        let run = Box::pin(self.serve(req, headers, inbound.principal, sink));
+        let run = Box::pin(self.serve(req, meta, headers, inbound.principal, sink));
         self.answer(id, method, span, run, |_| {}).await
     }
 
@@ -278,17 +289,18 @@ impl Server {
     async fn serve(
         &self,
         req: tern_types::Request,
+        meta: Option<RequestMeta>,
         headers: Option<&McpHeaders>,
         principal: Principal,
         sink: Sink,
     ) -> Result<Option<Map<String, Value>>, McpError> {
         let supported = &self.inner.supported;
         let reg = self.registry();
-        let a = accept_request(req, headers, supported)?.resolve(
-            headers,
-            |m| reg.offers(m),
-            supported,
-        )?;
+        let envelope = match meta {
+            Some(meta) => accept_read(req, meta, headers, supported)?,
+            None => accept_request(req, headers, supported)?,
+        };
+        let a = envelope.resolve(headers, |m| reg.offers(m), supported)?;
         if let Some(authz) = &self.inner.authorize {
             authz(&principal, &a)?;
         }
@@ -558,7 +570,12 @@ pub fn on_trace_parent(join: fn(&tracing::Span, &str)) -> bool {
     TRACE_PARENT.set(join).is_ok()
 }
 
-pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
+/// The span of one request; `meta` is its `_meta` when that was already
+/// taken out of the params.
+pub(crate) fn request_span(
+    req: &tern_types::Request,
+    meta: Option<&Map<String, Value>>,
+) -> tracing::Span {
     let span = tracing::info_span!(
         "request",
         method = %req.method,
@@ -577,20 +594,16 @@ pub(crate) fn request_span(req: &tern_types::Request) -> tracing::Span {
     };
     // The caller's W3C trace context (META-3), so a log line joins its
     // trace; recorded only when well formed.
-    if let Some((trace, parent)) = p
-        .get("_meta")
+    let traceparent = meta
+        .or_else(|| p.get("_meta").and_then(Value::as_object))
         .and_then(|m| m.get(tern_types::meta_keys::TRACEPARENT))
-        .and_then(Value::as_str)
-        .and_then(trace_context)
+        .and_then(Value::as_str);
+    if let Some(tp) = traceparent
+        && let Some((trace, parent)) = trace_context(tp)
     {
         span.record("trace_id", trace);
         span.record("parent_id", parent);
-        if let (Some(join), Some(tp)) = (
-            TRACE_PARENT.get(),
-            p.get("_meta")
-                .and_then(|m| m.get(tern_types::meta_keys::TRACEPARENT))
-                .and_then(Value::as_str),
-        ) {
+        if let Some(join) = TRACE_PARENT.get() {
             join(&span, tp);
         }
     }
