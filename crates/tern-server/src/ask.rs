@@ -364,11 +364,28 @@ impl<T> std::fmt::Debug for Need<T> {
 enum Question {
     /// The request as it is sent.
     Built(Value),
+    /// A request that never changes, with its digest worked out once.
+    Fixed(&'static Fixed),
     /// A form-mode elicitation of a typed form's schema.
     TypedForm {
         message: String,
         typed: Arc<TypedSchema>,
     },
+}
+
+/// A [`Question::Fixed`] request.
+struct Fixed {
+    request: Value,
+    digest: [u8; 16],
+}
+
+impl Fixed {
+    fn new(request: Value) -> Fixed {
+        Fixed {
+            digest: request_digest(&request),
+            request,
+        }
+    }
 }
 
 /// What [`Question::built`] lends for a question not built yet. Only the
@@ -386,6 +403,7 @@ impl Question {
     fn into_value(self) -> Value {
         match self {
             Question::Built(v) => v,
+            Question::Fixed(f) => f.request.clone(),
             Question::TypedForm { message, typed } => form_request(&message, typed.schema.clone()),
         }
     }
@@ -395,6 +413,7 @@ impl Question {
     fn built(&self) -> &Value {
         match self {
             Question::Built(v) => v,
+            Question::Fixed(f) => &f.request,
             Question::TypedForm { .. } => &UNBUILT,
         }
     }
@@ -403,6 +422,7 @@ impl Question {
     fn schema(&self) -> &Value {
         match self {
             Question::Built(v) => &v["params"]["requestedSchema"],
+            Question::Fixed(f) => &f.request["params"]["requestedSchema"],
             Question::TypedForm { typed, .. } => &typed.schema,
         }
     }
@@ -411,7 +431,7 @@ impl Question {
     /// the validator cached for their schema.
     fn validator(&self) -> Option<Arc<jsonschema::Validator>> {
         match self {
-            Question::Built(_) => None,
+            Question::Built(_) | Question::Fixed(_) => None,
             Question::TypedForm { typed, .. } => typed.validator.clone(),
         }
     }
@@ -420,7 +440,7 @@ impl Question {
     /// form's, once per type).
     fn checked(&self) -> bool {
         match self {
-            Question::Built(_) => false,
+            Question::Built(_) | Question::Fixed(_) => false,
             Question::TypedForm { typed, .. } => typed.valid,
         }
     }
@@ -429,6 +449,7 @@ impl Question {
     fn digest(&self) -> [u8; 16] {
         match self {
             Question::Built(v) => request_digest(v),
+            Question::Fixed(f) => f.digest,
             Question::TypedForm { message, typed } => match typed.canonical.as_deref() {
                 Some(schema) => typed_form_digest(typed, message, schema),
                 None => request_digest(&form_request(message, typed.schema.clone())),
@@ -858,12 +879,10 @@ impl Need<()> {
 
     /// The client's roots (`roots/list`, deprecated feature).
     pub fn roots(key: &str) -> Need<Vec<Root>> {
-        Need::build(
-            key,
-            InputKind::Roots,
-            json!({"method": "roots/list", "params": {}}),
-            parse_roots,
-        )
+        // The same request every time: its digest is not hashed per round.
+        static ROOTS: std::sync::LazyLock<Fixed> =
+            std::sync::LazyLock::new(|| Fixed::new(json!({"method": "roots/list", "params": {}})));
+        Need::build(key, InputKind::Roots, Question::Fixed(&ROOTS), parse_roots)
     }
 }
 
@@ -1158,5 +1177,15 @@ mod tests {
             assert_eq!(digest(message), digest(message), "{message:?}");
         }
         assert_ne!(digest("Approve?"), digest("Approve deployment to prod?"));
+    }
+
+    #[test]
+    fn a_fixed_request_carries_the_digest_of_the_request_sent() {
+        // MRTR-S8: the roots request's digest is worked out once.
+        let need = Need::roots("r");
+        let digest = need.request.digest();
+        let sent = need.request.into_value();
+        assert_eq!(sent, json!({"method": "roots/list", "params": {}}));
+        assert_eq!(digest, request_digest(&sent));
     }
 }

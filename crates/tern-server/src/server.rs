@@ -347,7 +347,11 @@ impl Server {
             Opened::Run(r) => r,
             Opened::Replayed(kept) => return Ok(Some(kept)),
         };
-        tracing::Span::current().record("round", resume.round());
+        // Looking up the current span is not free; only a log at info
+        // shows the field.
+        if tracing::level_enabled!(tracing::Level::INFO) {
+            tracing::Span::current().record("round", resume.round());
+        }
         let ask = Arc::new(resume.ask_context(a.meta.client_capabilities.clone()));
         let cx = CallContext {
             server: self.clone(),

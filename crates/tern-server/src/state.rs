@@ -89,6 +89,16 @@ pub(crate) fn params_digest(
 /// The principal fingerprint (SECURITY.md §3.6): SHA-256 over a domain tag
 /// and the length-prefixed identity fields.
 pub(crate) fn principal_fingerprint(p: &Principal) -> [u8; 32] {
+    // Hashed once: most servers without authorization see only this one.
+    static ANONYMOUS: std::sync::LazyLock<[u8; 32]> =
+        std::sync::LazyLock::new(|| fingerprint(&Principal::Anonymous));
+    match p {
+        Principal::Anonymous => *ANONYMOUS,
+        _ => fingerprint(p),
+    }
+}
+
+fn fingerprint(p: &Principal) -> [u8; 32] {
     let fields = p.identity_fields();
     let mut parts: Vec<&[u8]> = vec![b"mcp-mrtr-principal-v1"];
     parts.extend(fields.iter().map(|f| f.as_ref()));
