@@ -311,13 +311,17 @@ impl Server {
         }
         let mut result = match a.method {
             Method::ServerDiscover => self.discover(&reg),
-            Method::SubscriptionsListen => return self.listen(a, &reg, sink).await,
+            // Boxed, as is `completion/complete` below: inline, their
+            // futures would each add their size to every request's.
+            Method::SubscriptionsListen => return Box::pin(self.listen(a, &reg, sink)).await,
             Method::CompletionComplete => {
                 let handler = reg
                     .completion
                     .clone()
                     .ok_or_else(|| method_not_found(a.method.as_str(), supported))?;
-                return self.run_simple(handler, a, principal, sink).await.map(Some);
+                return Box::pin(self.run_simple(handler, a, principal, sink))
+                    .await
+                    .map(Some);
             }
             m => match m.flow() {
                 Some(flow) => return self.invoke(a, flow, headers, principal, sink, &reg).await,
