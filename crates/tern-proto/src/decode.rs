@@ -84,17 +84,6 @@ enum LimitHit {
 /// are -32700; duplicate keys and excess depth are -32602 (the text is JSON,
 /// the parameters are not acceptable).
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, McpError> {
-    parse_strict(bytes, max_depth, None)
-}
-
-/// [`parse_value`], and with `meta` the text of the message's
-/// `params._meta` is only located, not parsed: its span goes in `meta` and
-/// it is left out of the params.
-fn parse_strict(
-    bytes: &[u8],
-    max_depth: usize,
-    meta: Option<&Cell<Option<(usize, usize)>>>,
-) -> Result<Value, McpError> {
     let hit = Cell::new(None);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     // Our own depth limit replaces serde_json's; it is lower, so the stack
@@ -103,12 +92,8 @@ fn parse_strict(
         depth: 0,
         max_depth,
         hit: &hit,
-        place: if meta.is_some() {
-            Place::Message
-        } else {
-            Place::Any
-        },
-        meta,
+        place: Place::Any,
+        meta: None,
     }
     .deserialize(&mut de);
     let value = match parsed {
@@ -134,8 +119,6 @@ fn parse_detail(e: &serde_json::Error) -> String {
 /// Where a value sits, as far as locating `params._meta` goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Place {
-    /// The message object.
-    Message,
     /// The message's `params`.
     Params,
     /// Anywhere else.
@@ -215,10 +198,6 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let seed = match (self.place, key.as_str(), self.meta) {
-                (Place::Message, "params", _) => StrictSeed {
-                    place: Place::Params,
-                    ..inner
-                },
                 (Place::Params, "_meta", Some(at)) => {
                     if at.get().is_some() {
                         self.hit.set(Some(LimitHit::Duplicate));
@@ -297,17 +276,25 @@ pub fn decode_request(bytes: &[u8], limits: &Limits) -> Result<Decoded, DecodeEr
             meta: None,
         })
     };
-    if bytes.len() > limits.max_bytes {
+    // The message object itself must fit the depth limit.
+    if bytes.len() > limits.max_bytes || limits.max_depth == 0 {
         return plain();
     }
-    let at = Cell::new(None);
-    let Ok(value) = parse_strict(bytes, limits.max_depth, Some(&at)) else {
-        return plain();
+    let (hit, at) = (Cell::new(None), Cell::new(None));
+    // Members are depth 2: the message object is depth 1.
+    let seed = RequestSeed(StrictSeed {
+        depth: 1,
+        max_depth: limits.max_depth,
+        hit: &hit,
+        place: Place::Any,
+        meta: Some(&at),
+    });
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = match seed.deserialize(&mut de) {
+        Ok(members) if de.end().is_ok() => members.request(),
+        _ => None,
     };
-    let Some((start, len)) = at.get() else {
-        return plain();
-    };
-    let Ok(Message::Request(req)) = classify(value) else {
+    let (Some(req), Some((start, len))) = (parsed, at.get()) else {
         return plain();
     };
     // The span lies inside `bytes`: the parser borrowed it from there.
@@ -357,6 +344,120 @@ fn remembered_meta(text: &[u8], max_depth: usize) -> Option<RequestMeta> {
         });
     }
     Some(meta)
+}
+
+/// The members of a request's message object, as [`RequestSeed`] read them.
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+}
+
+impl Members {
+    /// The request, when these are the usual request's members: anything
+    /// else is for [`classify`] to sort out and name.
+    fn request(self) -> Option<Request> {
+        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+            return None;
+        }
+        let id = match self.id? {
+            Value::Null => return None,
+            id => serde_json::from_value::<RequestId>(id).ok()?,
+        };
+        let Value::String(method) = self.method? else {
+            return None;
+        };
+        let params = match self.params {
+            None => None,
+            Some(Value::Object(p)) => Some(p),
+            Some(_) => return None,
+        };
+        Some(Request {
+            jsonrpc: tern_types::JsonRpcVersion,
+            id,
+            method,
+            params,
+        })
+    }
+}
+
+/// A member name of a message object, read without allocating.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Member {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Member, D::Error> {
+        struct Name;
+        impl Visitor<'_> for Name {
+            type Value = Member;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "jsonrpc" => Member::Jsonrpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(Name)
+    }
+}
+
+/// Reads a message object straight into its [`Members`], with the limits
+/// of [`StrictSeed`] on each member's value, and without a map of its
+/// own. A member a request does not have fails it: the caller then
+/// decodes the message the general way.
+struct RequestSeed<'h>(StrictSeed<'h>);
+
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+    type Value = Members;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Members, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RequestSeed<'_> {
+    type Value = Members;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+        let seed = self.0;
+        let mut m = Members::default();
+        while let Some(member) = map.next_key::<Member>()? {
+            let (slot, seed) = match member {
+                Member::Jsonrpc => (&mut m.jsonrpc, seed),
+                Member::Id => (&mut m.id, seed),
+                Member::Method => (&mut m.method, seed),
+                Member::Params => (
+                    &mut m.params,
+                    StrictSeed {
+                        place: Place::Params,
+                        ..seed
+                    },
+                ),
+                Member::Other => return Err(de::Error::custom("not a plain request")),
+            };
+            if slot.is_some() {
+                return Err(de::Error::custom("duplicate key"));
+            }
+            *slot = Some(map.next_value_seed(seed)?);
+        }
+        Ok(m)
+    }
 }
 
 fn peek_id(bytes: &[u8]) -> Option<RequestId> {

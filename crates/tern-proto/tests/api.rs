@@ -448,6 +448,88 @@ fn reading_meta_while_decoding_accepts_and_refuses_exactly_as_the_tree_does() {
             false,
         ),
     ];
+    // The message object's own members, each way a request can be off:
+    // (name, the members before params, whether it is still read).
+    let m = meta();
+    for (name, members, read) in [
+        (
+            "a string id",
+            r#""jsonrpc":"2.0","id":"a","method":"tools/list""#,
+            true,
+        ),
+        (
+            "members in another order",
+            r#""method":"tools/list","id":1,"jsonrpc":"2.0""#,
+            true,
+        ),
+        (
+            "an extra member",
+            r#""jsonrpc":"2.0","id":1,"method":"tools/list","x":[1]"#,
+            false,
+        ),
+        (
+            "the id twice",
+            r#""jsonrpc":"2.0","id":1,"id":2,"method":"tools/list""#,
+            false,
+        ),
+        (
+            "the method twice",
+            r#""jsonrpc":"2.0","id":1,"method":"a","method":"tools/list""#,
+            false,
+        ),
+        (
+            "jsonrpc 1.0",
+            r#""jsonrpc":"1.0","id":1,"method":"tools/list""#,
+            false,
+        ),
+        ("no jsonrpc", r#""id":1,"method":"tools/list""#, false),
+        (
+            "a null id",
+            r#""jsonrpc":"2.0","id":null,"method":"tools/list""#,
+            false,
+        ),
+        (
+            "a fractional id",
+            r#""jsonrpc":"2.0","id":1.5,"method":"tools/list""#,
+            false,
+        ),
+        (
+            "an id past i64",
+            r#""jsonrpc":"2.0","id":18446744073709551615,"method":"tools/list""#,
+            false,
+        ),
+        (
+            "a numeric method",
+            r#""jsonrpc":"2.0","id":1,"method":7"#,
+            false,
+        ),
+        (
+            "an escaped member name",
+            r#""jsonrpc":"2.0","\u0069d":1,"method":"tools/list""#,
+            true,
+        ),
+    ] {
+        cases.push((
+            name.into(),
+            format!(r#"{{{members},"params":{{"_meta":{m}}}}}"#),
+            read,
+        ));
+    }
+    cases.push((
+        "params twice".into(),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{}},"params":{{"_meta":{m}}}}}"#),
+        false,
+    ));
+    cases.push((
+        "params an array".into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[1]}"#.into(),
+        false,
+    ));
+    cases.push((
+        "a batch".into(),
+        format!(r#"[{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{m}}}}}]"#),
+        false,
+    ));
     // Every request among the revision's examples.
     let examples =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2026-07-28/examples");
