@@ -169,7 +169,7 @@ pub fn accept_request(
 /// same order, with the same errors.
 pub fn accept_read(
     req: Request,
-    meta: RequestMeta,
+    meta: Box<RequestMeta>,
     headers: Option<&McpHeaders>,
     supported: &[String],
 ) -> Result<Envelope, McpError> {
@@ -185,7 +185,7 @@ pub fn accept_read(
 
 fn check_envelope(
     req: Request,
-    read: Option<RequestMeta>,
+    read: Option<Box<RequestMeta>>,
     headers: Option<&McpHeaders>,
     supported: &[String],
 ) -> Result<Envelope, McpError> {
@@ -208,7 +208,7 @@ fn check_envelope(
         // Moved out, not copied: what is left of it lives on in
         // `RequestMeta::raw`.
         None => match params.remove("_meta") {
-            Some(Value::Object(meta)) => read_meta(meta),
+            Some(Value::Object(meta)) => read_meta(meta).map(Box::new),
             None => return Err(McpError::MissingMeta("params._meta is required".into())),
             Some(_) => {
                 return Err(McpError::MissingMeta(
@@ -270,7 +270,7 @@ fn check_envelope(
         id: req.id,
         method: req.method,
         params,
-        meta,
+        meta: *meta,
     })
 }
 

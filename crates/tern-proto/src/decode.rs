@@ -255,7 +255,9 @@ pub struct Decoded {
     pub message: Message,
     /// The request's `_meta`, already read (see [`read_meta`]); the
     /// envelope checks take it through [`crate::accept::accept_read`].
-    pub meta: Option<RequestMeta>,
+    /// Boxed: it travels through every future of the request path, and
+    /// inline it would add its size to each of them.
+    pub meta: Option<Box<RequestMeta>>,
 }
 
 /// [`decode_message`] for a server: a request's `_meta` is read straight
@@ -313,7 +315,7 @@ pub fn decode_request(bytes: &[u8], limits: &Limits) -> Result<Decoded, DecodeEr
 
 /// The [`RequestMeta`] that `text` reads to, from the cache or freshly
 /// parsed and read; `None` when it does not read cleanly.
-fn remembered_meta(text: &[u8], max_depth: usize) -> Option<RequestMeta> {
+fn remembered_meta(text: &[u8], max_depth: usize) -> Option<Box<RequestMeta>> {
     /// Distinct `_meta` texts kept per thread: a process serves a few
     /// clients' worth at a time; the cache is emptied when full.
     const KEEP: usize = 64;
@@ -323,7 +325,7 @@ fn remembered_meta(text: &[u8], max_depth: usize) -> Option<RequestMeta> {
         static READ: RefCell<Read> = RefCell::new(HashMap::new());
     }
     let known = READ.with_borrow(|read| match read.get(text) {
-        Some((depth, meta)) if *depth == max_depth => Some(meta.clone()),
+        Some((depth, meta)) if *depth == max_depth => Some(Box::new(meta.clone())),
         _ => None,
     });
     if known.is_some() {
@@ -343,7 +345,7 @@ fn remembered_meta(text: &[u8], max_depth: usize) -> Option<RequestMeta> {
             read.insert(text.into(), (max_depth, meta.clone()));
         });
     }
-    Some(meta)
+    Some(Box::new(meta))
 }
 
 /// The members of a request's message object, as [`RequestSeed`] read them.

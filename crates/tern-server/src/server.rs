@@ -204,7 +204,7 @@ impl Server {
     pub(crate) async fn handle_request(
         &self,
         req: tern_types::Request,
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         inbound: Inbound,
         sink: Sink,
     ) -> Reply {
@@ -289,7 +289,7 @@ impl Server {
     async fn serve(
         &self,
         req: tern_types::Request,
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         headers: Option<&McpHeaders>,
         principal: Principal,
         sink: Sink,
