@@ -51,7 +51,7 @@ pub struct Envelope {
     id: RequestId,
     method: String,
     params: Map<String, Value>,
-    meta: RequestMeta,
+    meta: Box<RequestMeta>,
 }
 
 /// A request that passed every accept step up to the handler: the method
@@ -67,8 +67,9 @@ pub struct Accepted {
     pub method: Method,
     /// The params without `_meta`, which is in [`RequestMeta::raw`].
     pub params: Map<String, Value>,
-    /// The parsed `_meta`.
-    pub meta: RequestMeta,
+    /// The parsed `_meta`. Boxed: an accepted request moves through
+    /// several futures, each copied whole into its box.
+    pub meta: Box<RequestMeta>,
 }
 
 impl Accepted {
@@ -99,7 +100,7 @@ impl Envelope {
             id: req.id,
             method: req.method,
             params,
-            meta,
+            meta: Box::new(meta),
         }
     }
 
@@ -270,7 +271,7 @@ fn check_envelope(
         id: req.id,
         method: req.method,
         params,
-        meta: *meta,
+        meta,
     })
 }
 

@@ -26,7 +26,7 @@ pub struct CallContext {
     pub(crate) id: RequestId,
     pub(crate) method: Method,
     pub(crate) params: Map<String, Value>,
-    pub(crate) meta: RequestMeta,
+    pub(crate) meta: Box<RequestMeta>,
     pub(crate) principal: Principal,
     pub(crate) ask: Ask,
     pub(crate) continuation: Option<Vec<u8>>,
@@ -153,7 +153,7 @@ pub struct Meta(pub RequestMeta);
 
 impl FromCall for Meta {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        Ok(Meta(cx.meta.clone()))
+        Ok(Meta(RequestMeta::clone(&cx.meta)))
     }
 }
 

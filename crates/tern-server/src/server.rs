@@ -294,6 +294,33 @@ impl Server {
         principal: Principal,
         sink: Sink,
     ) -> Result<Option<Map<String, Value>>, McpError> {
+        // Everything up to the method's own work is synchronous and kept
+        // out of this future, which is copied whole into its box.
+        match self.accept_and_route(req, meta, headers, &principal)? {
+            Admitted::Done(result) => Ok(Some(result)),
+            // Boxed, as is `completion/complete`: inline, their futures
+            // would each add their size to every request's.
+            Admitted::Listen(a, reg) => Box::pin(self.listen(a, &reg, sink)).await,
+            Admitted::Complete(a, handler) => {
+                Box::pin(self.run_simple(handler, a, principal, sink))
+                    .await
+                    .map(Some)
+            }
+            Admitted::Flow(a, flow, reg) => {
+                self.invoke(a, flow, headers, principal, sink, &reg).await
+            }
+        }
+    }
+
+    /// The synchronous part of [`Server::serve`]: the accept steps,
+    /// authorization, and the methods that need no waiting.
+    fn accept_and_route(
+        &self,
+        req: tern_types::Request,
+        meta: Option<Box<RequestMeta>>,
+        headers: Option<&McpHeaders>,
+        principal: &Principal,
+    ) -> Result<Admitted, McpError> {
         let supported = &self.inner.supported;
         let reg = self.registry();
         let envelope = match meta {
@@ -302,34 +329,32 @@ impl Server {
         };
         let a = envelope.resolve(headers, |m| reg.offers(m), supported)?;
         if let Some(authz) = &self.inner.authorize {
-            authz(&principal, &a)?;
+            authz(principal, &a)?;
         }
         if let Some(page) = self.list(&a, &reg) {
             let mut result = page?;
             stamp_complete(&mut result, Some(&self.inner.info));
-            return Ok(Some(result));
+            return Ok(Admitted::Done(result));
         }
-        let mut result = match a.method {
-            Method::ServerDiscover => self.discover(&reg),
-            // Boxed, as is `completion/complete` below: inline, their
-            // futures would each add their size to every request's.
-            Method::SubscriptionsListen => return Box::pin(self.listen(a, &reg, sink)).await,
+        match a.method {
+            Method::ServerDiscover => {
+                let mut result = self.discover(&reg);
+                stamp_complete(&mut result, Some(&self.inner.info));
+                Ok(Admitted::Done(result))
+            }
+            Method::SubscriptionsListen => Ok(Admitted::Listen(a, reg)),
             Method::CompletionComplete => {
                 let handler = reg
                     .completion
                     .clone()
                     .ok_or_else(|| method_not_found(a.method.as_str(), supported))?;
-                return Box::pin(self.run_simple(handler, a, principal, sink))
-                    .await
-                    .map(Some);
+                Ok(Admitted::Complete(a, handler))
             }
             m => match m.flow() {
-                Some(flow) => return self.invoke(a, flow, headers, principal, sink, &reg).await,
-                None => return Err(method_not_found(m.as_str(), supported)),
+                Some(flow) => Ok(Admitted::Flow(a, flow, reg)),
+                None => Err(method_not_found(m.as_str(), supported)),
             },
-        };
-        stamp_complete(&mut result, Some(&self.inner.info));
-        Ok(Some(result))
+        }
     }
 
     /// `tools/call`, `prompts/get` and `resources/read`: route, open the
@@ -646,6 +671,18 @@ fn trace_context(v: &str) -> Option<(&str, &str)> {
         }
         _ => None,
     }
+}
+
+/// What [`Server::accept_and_route`] leaves to do.
+enum Admitted {
+    /// Answered already.
+    Done(Map<String, Value>),
+    /// `subscriptions/listen`.
+    Listen(Accepted, Arc<Registry>),
+    /// `completion/complete`, with its handler.
+    Complete(Accepted, Arc<dyn ErasedHandler>),
+    /// A multi round-trip method.
+    Flow(Accepted, FlowMethod, Arc<Registry>),
 }
 
 #[cfg(test)]
