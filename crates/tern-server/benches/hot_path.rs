@@ -3,7 +3,11 @@
 //! regression shows in the stage that caused it:
 //!
 //! - `decode`: strict parsing (depth, duplicate keys) and the JSON-RPC shape;
+//!   `decode/serve_*` is the server's own path, which reads `_meta` while
+//!   decoding (a per-thread cache keyed by its text, warm here as it is
+//!   under load);
 //! - `accept`: the envelope checks and method resolution (HTTP-A5 6–12);
+//!   `accept/serve_round2` takes the `_meta` the server's decode read;
 //! - `digest`: the canonical parameters digest a state is bound to;
 //! - `form`: validating accepted content against the asked schema;
 //! - `encode`: the `input_required` response written out;
@@ -19,8 +23,8 @@ use bytes::Bytes;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tern_proto::accept::accept_request;
-use tern_proto::decode::{Limits, Message, decode_message};
+use tern_proto::accept::{accept_read, accept_request};
+use tern_proto::decode::{Limits, Message, decode_message, decode_request};
 use tern_proto::{Inbound, Principal};
 use tern_server::{Ask, ElicitForm, Elicited, Error, Need, Reply, Server, Sink, ToolResult};
 use tern_testkit::request::{all_caps, call, retry};
@@ -126,6 +130,13 @@ fn stages(c: &mut Criterion) {
         b.iter(|| decode_message(black_box(&round2), &limits).unwrap());
     });
 
+    c.bench_function("decode/serve_round1", |b| {
+        b.iter(|| decode_request(black_box(&round1), &limits).unwrap());
+    });
+    c.bench_function("decode/serve_round2", |b| {
+        b.iter(|| decode_request(black_box(&round2), &limits).unwrap());
+    });
+
     let Ok(Message::Request(req)) = decode_message(&round2, &limits) else {
         panic!("round 2 decodes to a request");
     };
@@ -135,6 +146,23 @@ fn stages(c: &mut Criterion) {
             || req.clone(),
             |r| {
                 accept_request(r, None, &supported)
+                    .unwrap()
+                    .resolve(None, |_| true, &supported)
+                    .unwrap()
+            },
+            BatchSize::SmallInput,
+        );
+    });
+
+    let served = decode_request(&round2, &limits).unwrap();
+    let (Message::Request(served_req), Some(served_meta)) = (served.message, served.meta) else {
+        panic!("round 2 decodes to a request with its _meta read");
+    };
+    c.bench_function("accept/serve_round2", |b| {
+        b.iter_batched(
+            || (served_req.clone(), served_meta.clone()),
+            |(r, m)| {
+                accept_read(r, m, None, &supported)
                     .unwrap()
                     .resolve(None, |_| true, &supported)
                     .unwrap()
