@@ -68,6 +68,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         resource_id: None,
         instances: 1,
         protect: crate::ProtectArgs::default(),
+        budgets: crate::BudgetArgs::default(),
         metrics: None,
         log_format: crate::LogFormat::Text,
     };

@@ -161,6 +161,8 @@ pub(crate) struct ServeArgs {
     pub(crate) instances: u32,
     #[command(flatten)]
     pub(crate) protect: ProtectArgs,
+    #[command(flatten)]
+    pub(crate) budgets: BudgetArgs,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<String>,
@@ -169,6 +171,37 @@ pub(crate) struct ServeArgs {
     /// reason).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub(crate) log_format: LogFormat,
+}
+
+/// What one client may hold (SECURITY.md, "Budgets").
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct BudgetArgs {
+    /// The most requests one authenticated principal may have running at
+    /// once, listen streams included (default 256).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_requests_per_principal: Option<usize>,
+    /// The most requests running at once in all (default 4096).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_requests: Option<usize>,
+    /// The most 2025-11-25 sessions open at once (default 1024). When full,
+    /// a client's new session replaces its own longest-idle one.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_sessions: Option<usize>,
+    /// The most sessions one authenticated principal may hold (default 16);
+    /// its next one replaces its longest-idle one.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_sessions_per_principal: Option<usize>,
+    /// Close a session with no call running after this many seconds
+    /// without a message (default 1800).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) session_idle_secs: Option<u64>,
+    /// The most calls one session may have running at once (default 16).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_session_calls: Option<usize>,
+    /// How long a session's question to its client (a form, a sample, the
+    /// roots) waits for the answer before the call fails (default 600).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) answer_timeout_secs: Option<u64>,
 }
 
 /// Who may call an HTTP endpoint (`tern serve`, `tern proxy`): bearer

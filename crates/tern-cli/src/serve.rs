@@ -17,7 +17,7 @@ use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore};
 use tern::server::{Config, Server};
 
 use crate::workload::{self, Logins};
-use crate::{LogFormat, ProtectArgs, ServeArgs};
+use crate::{BudgetArgs, LogFormat, ProtectArgs, ServeArgs};
 
 /// The platform data directory: `$XDG_DATA_HOME/tern`, else
 /// `~/.local/share/tern`.
@@ -159,10 +159,55 @@ pub(crate) fn limits(state_ttl: Option<u64>, max_rounds: Option<u8>) -> Result<C
     Ok(config)
 }
 
+/// The budgets of `--max-requests`, `--max-sessions` and their siblings
+/// (`tern serve`, `tern proxy`), each at least 1.
+pub(crate) fn budgets(args: &BudgetArgs, config: &mut Config) -> Result<(), String> {
+    fn at_least_one<T: PartialEq + From<u8>>(
+        flag: &str,
+        n: Option<T>,
+    ) -> Result<Option<T>, String> {
+        match n {
+            Some(n) if n == T::from(0) => Err(format!("--{flag} must be at least 1")),
+            n => Ok(n),
+        }
+    }
+    let r = &mut config.requests;
+    if let Some(n) = at_least_one(
+        "max-requests-per-principal",
+        args.max_requests_per_principal,
+    )? {
+        r.max_running_per_principal = n;
+    }
+    if let Some(n) = at_least_one("max-requests", args.max_requests)? {
+        r.max_running = n;
+    }
+    let s = &mut config.sessions;
+    if let Some(n) = at_least_one("max-sessions", args.max_sessions)? {
+        s.max_open = n;
+    }
+    if let Some(n) = at_least_one(
+        "max-sessions-per-principal",
+        args.max_sessions_per_principal,
+    )? {
+        s.max_per_principal = n;
+    }
+    if let Some(secs) = at_least_one("session-idle-secs", args.session_idle_secs)? {
+        s.idle = Duration::from_secs(secs);
+    }
+    if let Some(n) = at_least_one("max-session-calls", args.max_session_calls)? {
+        s.max_calls = n;
+    }
+    if let Some(secs) = at_least_one("answer-timeout-secs", args.answer_timeout_secs)? {
+        config.client_answer_timeout = Duration::from_secs(secs);
+    }
+    Ok(())
+}
+
 /// Builds the reference server from the flags. Every flag is checked
 /// before the key file or the replay store is touched.
 pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
-    let config = limits(args.state_ttl, args.max_rounds)?;
+    let mut config = limits(args.state_ttl, args.max_rounds)?;
+    budgets(&args.budgets, &mut config)?;
     if args.instances == 0 {
         return Err("--instances must be at least 1".to_owned());
     }

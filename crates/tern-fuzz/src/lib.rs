@@ -17,6 +17,7 @@
 //! first parse; the mutator then breaks them at the byte level.
 
 mod generate;
+mod session;
 mod targets;
 
 pub use generate::{Rng, mutate, value_from};

@@ -10,7 +10,7 @@ use tern::proto::headers::{decode_header_value, encode_header_value};
 use tern::proto::{Inbound, Principal};
 use tern::seal::{Binding, Claims, KeyRing, OpenPolicy};
 use tern::server::clock::ManualClock;
-use tern::server::{Ask, Elicited, Error, Need, Reply, Server, Sink, ToolResult};
+use tern::server::{Ask, Elicited, Error, Need, Reply, Server, ServerBuilder, Sink, ToolResult};
 use tern::stdio::{StdioOptions, serve_io};
 use tokio::io::AsyncReadExt;
 
@@ -67,12 +67,18 @@ pub static TARGETS: &[Target] = &[
         run: client_result,
         generate: gen_result,
     },
+    Target {
+        name: "legacy_session",
+        about: "a 2025-11-25 session: any messages in any order, then its end stops every call",
+        run: crate::session::legacy_session,
+        generate: crate::session::gen_session,
+    },
 ];
 
-const NOW: u64 = 1_800_000_000;
+pub(crate) const NOW: u64 = 1_800_000_000;
 const VERSION: &str = "2026-07-28";
 
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_current_thread()
@@ -139,15 +145,20 @@ const FLOWS: &[(&str, &str)] = &[
     ("roots", "r"),
 ];
 
+/// The asking tools every server of these targets serves.
+pub(crate) fn flow_tools(builder: ServerBuilder) -> ServerBuilder {
+    builder
+        .tool("form", "asks a form", form)
+        .tool("url", "asks to open a URL", url)
+        .tool("sample", "asks for a sample", sample)
+        .tool("sample_tools", "asks for a sample with tools", sample_tools)
+        .tool("roots", "asks for roots", roots)
+}
+
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
-        Server::builder("fuzz", "1")
-            .tool("form", "asks a form", form)
-            .tool("url", "asks to open a URL", url)
-            .tool("sample", "asks for a sample", sample)
-            .tool("sample_tools", "asks for a sample with tools", sample_tools)
-            .tool("roots", "asks for roots", roots)
+        flow_tools(Server::builder("fuzz", "1"))
             .clock(ManualClock::new(NOW))
             .resource_id("fuzz")
             .build()
@@ -188,7 +199,12 @@ fn assert_not_internal(reply: &Value) {
         json!(-32603),
         "hostile input became an internal error: {reply}"
     );
-    assert_eq!(server().metrics().failed("panic"), 0, "a request panicked");
+    assert_no_panic(server());
+}
+
+/// No request of `server` panicked (the panic boundary answered it).
+pub(crate) fn assert_no_panic(server: &Server) {
+    assert_eq!(server.metrics().failed("panic"), 0, "a request panicked");
 }
 
 fn decode_message_target(data: &[u8]) {

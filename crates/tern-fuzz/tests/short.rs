@@ -49,6 +49,11 @@ fn client_result() {
 }
 
 #[test]
+fn legacy_session() {
+    short("legacy_session", 2_000);
+}
+
+#[test]
 fn every_target_has_a_corpus() {
     for t in tern_fuzz::TARGETS {
         assert!(

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -20,13 +20,11 @@ use tern_proto::decode::{Message, decode_message};
 use tern_proto::era::era_of;
 use tern_proto::finish::encode_error;
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
-use tern_server::{Reply, Server, Session, Sink};
-use tern_types::RequestId;
+use tern_server::{Reply, Server, Session, SessionRefused, SessionTable, Sink};
 use tern_types::legacy::Era;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::streams::{GET_STREAM, Streams, parse_event_id};
 
@@ -163,11 +161,6 @@ pub struct HttpOptions {
     pub allow_loopback_origins: bool,
     /// How often a listen stream sends an SSE comment to stay alive.
     pub keep_alive: Duration,
-    /// The most legacy (2025-11-25) sessions open at once; an `initialize`
-    /// beyond it gets 503 (default 1024).
-    pub max_sessions: usize,
-    /// A legacy session unused this long is forgotten (default 1 h).
-    pub session_ttl: Duration,
     /// Serve as an OAuth protected resource (metadata, scopes).
     pub protected_resource: Option<ProtectedResource>,
 }
@@ -180,8 +173,6 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             allow_loopback_origins: true,
             keep_alive: Duration::from_secs(15),
-            max_sessions: 1024,
-            session_ttl: Duration::from_secs(3600),
             protected_resource: None,
         }
     }
@@ -191,15 +182,14 @@ struct App {
     server: Server,
     options: HttpOptions,
     auth: Arc<dyn Authenticate>,
-    sessions: Mutex<HashMap<String, HttpSession>>,
+    /// Legacy sessions, bound to the principal that opened each (another
+    /// principal presenting its id gets 404), under the server's session
+    /// budgets (`Config::sessions`).
+    sessions: SessionTable<HttpSession>,
 }
 
-/// A legacy session as this endpoint keeps it: bound to the principal that
-/// opened it (another principal presenting its id gets 404).
+/// What this endpoint keeps beside a legacy session: its SSE streams.
 struct HttpSession {
-    session: Session,
-    owner: Principal,
-    last_used: Instant,
     streams: Arc<Streams>,
     /// Feeds the session's `GET` stream (list changes, resource updates).
     feed: JoinHandle<()>,
@@ -209,7 +199,7 @@ impl Drop for HttpSession {
     fn drop(&mut self) {
         // The session is over: nothing of it keeps running.
         self.feed.abort();
-        self.streams.cancel_all();
+        self.streams.close();
     }
 }
 
@@ -231,10 +221,10 @@ pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>)
         (at, p.document())
     });
     let app = Arc::new(App {
+        sessions: SessionTable::new(&server),
         server,
         options,
         auth,
-        sessions: Mutex::default(),
     });
     let mut router = Router::new().route(&path, post(handle).get(open_stream).delete(end_session));
     if let Some((at, doc)) = metadata.filter(|(at, _)| !at.is_empty()) {
@@ -251,41 +241,9 @@ pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>)
 }
 
 impl App {
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, HttpSession>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The session `id` names, if it is live and `principal` opened it.
-    fn find(&self, id: &str, principal: &Principal) -> Option<(Session, Arc<Streams>)> {
-        let ttl = self.options.session_ttl;
-        let mut all = self.sessions();
-        all.retain(|_, s| s.last_used.elapsed() < ttl);
-        self.server.metrics().set_sessions(all.len());
-        let s = all.get_mut(id)?;
-        if s.owner != *principal {
-            return None;
-        }
-        s.last_used = Instant::now();
-        Some((s.session.clone(), s.streams.clone()))
-    }
-
-    /// Keeps `session` under a fresh unguessable id, or refuses when full.
-    fn keep(&self, session: Session, owner: Principal) -> Option<String> {
-        let ttl = self.options.session_ttl;
-        let mut all = self.sessions();
-        all.retain(|_, s| s.last_used.elapsed() < ttl);
-        self.server.metrics().set_sessions(all.len());
-        if all.len() >= self.options.max_sessions {
-            return None;
-        }
-        let id: String = self
-            .server
-            .new_connection_id()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+    /// Keeps `session`, opened by `owner`, with a fresh `GET` stream fed by
+    /// the server; the id, or the refusal at the session budgets.
+    fn keep(&self, session: Session, owner: Principal) -> Result<String, SessionRefused> {
         let streams = Arc::new(Streams::default());
         streams.open(Some(GET_STREAM));
         let feed = {
@@ -301,18 +259,9 @@ impl App {
                 tokio::join!(server.session_stream(&session, Sink::new(tx)), forward);
             })
         };
-        all.insert(
-            id.clone(),
-            HttpSession {
-                session,
-                owner,
-                last_used: Instant::now(),
-                streams,
-                feed,
-            },
-        );
-        self.server.metrics().set_sessions(all.len());
-        Some(id)
+        self.sessions
+            .open(session, owner, HttpSession { streams, feed })
+            .map(|(id, _)| id)
     }
 }
 
@@ -328,7 +277,10 @@ fn session_not_found() -> Response {
     clippy::result_large_err,
     reason = "the error is the response itself, built once and sent at once"
 )]
-fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<Streams>), Response> {
+fn named_session(
+    app: &App,
+    headers: &HeaderMap,
+) -> Result<(String, Principal, Arc<Streams>), Response> {
     let principal = app
         .auth
         .authenticate(headers)
@@ -337,8 +289,8 @@ fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<Streams>
         // COMPAT-S3: no session, no stream.
         return Err(StatusCode::METHOD_NOT_ALLOWED.into_response());
     };
-    match app.find(id, &principal) {
-        Some((_, streams)) => Ok((id.to_owned(), streams)),
+    match app.sessions.find(id, &principal) {
+        Some((_, kept)) => Ok((id.to_owned(), principal, kept.streams.clone())),
         None => Err(session_not_found()),
     }
 }
@@ -347,7 +299,7 @@ fn named_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<Streams>
 /// session ends or the client leaves; with `Last-Event-ID`, the stream that
 /// id belongs to, from the event after it (2025-11-25 resumability).
 async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let (_, streams) = match named_session(&app, &headers) {
+    let (_, _, streams) = match named_session(&app, &headers) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -372,14 +324,12 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     )))
 }
 
-/// `DELETE` with a session ends it.
+/// `DELETE` with a session ends it: every call running in it stops and
+/// its streams end at once.
 async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     match named_session(&app, &headers) {
-        Ok((id, _)) => {
-            let mut all = app.sessions();
-            all.remove(&id);
-            app.server.metrics().set_sessions(all.len());
-            drop(all);
+        Ok((id, principal, _)) => {
+            app.sessions.close(&id, &principal);
             StatusCode::OK.into_response()
         }
         Err(r) => r,
@@ -589,25 +539,17 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     // opening one, or a modern request.
     let named = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
     let (session, streams) = match named {
-        Some(id) => match app.find(id, &principal) {
-            Some((s, streams)) => (Some(s), Some(streams)),
+        Some(id) => match app.sessions.find(id, &principal) {
+            Some((s, kept)) => (Some(s), Some(kept.streams.clone())),
             None => return session_not_found(),
         },
         None => (None, None),
     };
     let opening = session.is_none() && is_legacy_initialize(&body, &app.server);
-    // A legacy request outlives its stream; a cancellation says when it
-    // should not (2025-11-25 cancellation).
-    let mut legacy_call = None;
-    if let Some(streams) = &streams {
-        match in_session(&body, &app.server) {
-            InSession::Request(id) => legacy_call = Some((streams.clone(), id)),
-            InSession::Cancel(id) => {
-                streams.cancel(&id);
-            }
-            InSession::Other => {}
-        }
-    }
+    // A legacy request outlives its stream: only a cancellation or the
+    // session's end stops it (2025-11-25 cancellation), which the server
+    // sees to.
+    let mut legacy_call = streams.filter(|_| is_legacy_request(&body, &app.server));
     let owner = principal.clone();
     let inbound = Inbound {
         body,
@@ -622,11 +564,14 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
         if !session.is_open() {
             return reply_response(reply);
         }
-        let Some(id) = app.keep(session, owner) else {
-            return error_response(
-                &McpError::InvalidRequest("too many open sessions; try again later".into()),
-                Some(StatusCode::SERVICE_UNAVAILABLE),
-            );
+        let id = match app.keep(session, owner) {
+            Ok(id) => id,
+            Err(refused) => {
+                return error_response(
+                    &McpError::InvalidRequest(refused.message().into()),
+                    StatusCode::from_u16(refused.http_status()).ok(),
+                );
+            }
         };
         let mut r = reply_response(reply);
         if let Ok(v) = HeaderValue::from_str(&id) {
@@ -659,18 +604,13 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
         .map(|r| r.unwrap_or(Reply::Closed)),
     );
     let mut task = AbortOnDrop(None);
-    if let Some((streams, id)) = &legacy_call {
-        let handle = tokio::spawn(request);
-        streams.running(id.clone(), handle.abort_handle());
-        task.0 = Some(handle);
+    if legacy_call.is_some() {
+        task.0 = Some(tokio::spawn(request));
         request = Box::pin(std::future::pending());
     }
     let first = tokio::select! {
         biased;
         done = async { if task.0.is_some() { task.join().await } else { Some((&mut request).await) } } => {
-            if let Some((streams, id)) = &legacy_call {
-                streams.finished(id);
-            }
             let reply = done.unwrap_or(Reply::Closed);
             // Notifications sent just before the result still go first.
             let mut queued = Vec::new();
@@ -685,13 +625,13 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
         Some(n) = rx.recv() => n,
     };
     let keep_alive = app.options.keep_alive;
-    match (legacy_call, task.0.take()) {
-        (Some((streams, id)), Some(handle)) => {
+    match (legacy_call.take(), task.0.take()) {
+        (Some(streams), Some(handle)) => {
             // Detached: the request runs on if the client loses the stream,
             // and a GET with Last-Event-ID picks up where it left off.
             let stream = streams.open(None);
             streams.push(stream, &first, false);
-            tokio::spawn(pump(streams.clone(), stream, rx, handle, id));
+            tokio::spawn(pump(streams.clone(), stream, rx, handle));
             sse_response(Body::from_stream(streams.read(stream, None, keep_alive)))
         }
         (_, handle) => {
@@ -705,25 +645,12 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     }
 }
 
-/// What a message inside a legacy session is, as far as the transport's own
-/// bookkeeping goes.
-enum InSession {
-    Request(RequestId),
-    Cancel(RequestId),
-    Other,
-}
-
-fn in_session(body: &[u8], server: &Server) -> InSession {
-    match decode_message(body, &server.config().limits) {
-        Ok(Message::Request(r)) if era_of(&r, true) == Era::Legacy => InSession::Request(r.id),
-        Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => n
-            .params
-            .as_ref()
-            .and_then(|p| p.get("requestId"))
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .map_or(InSession::Other, InSession::Cancel),
-        _ => InSession::Other,
-    }
+/// Whether a message inside a session is a legacy request: one that
+/// outlives its stream (a modern one in a session is still stateless, and
+/// its stream's end cancels it, HTTP-S30).
+fn is_legacy_request(body: &[u8], server: &Server) -> bool {
+    matches!(decode_message(body, &server.config().limits),
+        Ok(Message::Request(r)) if era_of(&r, true) == Era::Legacy)
 }
 
 /// Moves a detached legacy request's messages into its stream's log, the
@@ -733,7 +660,6 @@ async fn pump(
     stream: u64,
     mut rx: mpsc::Receiver<Bytes>,
     mut task: JoinHandle<Reply>,
-    id: RequestId,
 ) {
     let reply = loop {
         tokio::select! {
@@ -747,9 +673,10 @@ async fn pump(
     }
     match reply {
         Some(Reply::Message { body, .. }) => streams.push(stream, &body, true),
+        // Cancelled or its session ended: the stream ends now, without a
+        // response (2025-11-25 cancellation).
         _ => streams.end(stream),
     }
-    streams.finished(&id);
 }
 
 /// Whether `body` is an `initialize` of the legacy shape (COMPAT-S1).

@@ -11,16 +11,14 @@
 //! few hundred events per stream; a client that comes back later than that
 //! loses the oldest events, and a stream no longer kept cannot be resumed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
-use tern_types::RequestId;
 use tokio::sync::Notify;
-use tokio::task::AbortHandle;
 
 /// Streams kept per session besides the `GET` stream.
 const MAX_STREAMS: usize = 16;
@@ -41,10 +39,6 @@ pub(crate) struct Streams {
 struct State {
     next_stream: u64,
     logs: VecDeque<Log>,
-    /// The handler tasks still running, by the request they serve, so
-    /// `notifications/cancelled` can stop one (2025-11-25 cancellation: in a
-    /// session a closed stream is not a cancellation).
-    running: HashMap<RequestId, AbortHandle>,
     /// The session ended: every reader ends too.
     closed: bool,
 }
@@ -158,33 +152,10 @@ impl Streams {
         self.lock().logs.iter().any(|l| l.stream == stream)
     }
 
-    pub(crate) fn running(&self, id: RequestId, task: AbortHandle) {
-        self.lock().running.insert(id, task);
-    }
-
-    pub(crate) fn finished(&self, id: &RequestId) {
-        self.lock().running.remove(id);
-    }
-
-    /// Stops the handler serving `id`, if one runs; false when none does.
-    pub(crate) fn cancel(&self, id: &RequestId) -> bool {
-        match self.lock().running.remove(id) {
-            Some(task) => {
-                task.abort();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Stops every handler and reader of the session (it ended).
-    pub(crate) fn cancel_all(&self) {
-        let mut s = self.lock();
-        s.closed = true;
-        for (_, task) in s.running.drain() {
-            task.abort();
-        }
-        drop(s);
+    /// Ends every reader of the session (it ended; its calls were stopped
+    /// by the server).
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
         self.wake.notify_waiters();
     }
 

@@ -4,5 +4,7 @@
 mod api {
     mod client;
     mod oauth;
+    mod running;
     mod server;
+    mod sessions;
 }

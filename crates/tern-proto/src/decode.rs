@@ -61,6 +61,24 @@ pub struct DecodeError {
     pub id: Option<RequestId>,
     /// The error to answer with.
     pub error: McpError,
+    /// The bytes were recognisably a request (a `method` and an `id`), so
+    /// the refusal is that request's response; anything else refused (a
+    /// notification, a response, an unreadable message) gets an HTTP error
+    /// status whatever its JSON-RPC code (HTTP-S6).
+    pub request: bool,
+}
+
+impl DecodeError {
+    /// The HTTP status of the refusal: the error's own for a request, and
+    /// at least 400 for anything else (HTTP-S6; 2025-11-25 asks the same of
+    /// a POSTed response it cannot accept).
+    pub fn http_status(&self) -> u16 {
+        match self.error.http_status() {
+            s if s >= 400 => s,
+            _ if self.request => 200,
+            _ => 400,
+        }
+    }
 }
 
 impl fmt::Display for DecodeError {
@@ -234,16 +252,17 @@ pub fn decode_message(bytes: &[u8], limits: &Limits) -> Result<Message, DecodeEr
         return Err(DecodeError {
             id: None,
             error: McpError::PayloadTooLarge,
+            request: false,
         });
     }
-    let value = parse_value(bytes, limits.max_depth).map_err(|error| DecodeError {
+    let value = parse_value(bytes, limits.max_depth).map_err(|error| {
         // Duplicate keys and depth leave valid JSON behind: recover the id
-        // so the error can echo it.
-        id: match error {
-            McpError::Parse(_) => None,
-            _ => peek_id(bytes),
-        },
-        error,
+        // so the error can echo it, and whether a request is refused.
+        let (id, request) = match error {
+            McpError::Parse(_) => (None, false),
+            _ => peek(bytes),
+        };
+        DecodeError { id, error, request }
     })?;
     classify(value)
 }
@@ -462,19 +481,30 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
     }
 }
 
-fn peek_id(bytes: &[u8]) -> Option<RequestId> {
+/// The id of a message refused for a limit, and whether it is a request,
+/// read without the limits: serde's own depth limit still bounds the walk,
+/// and duplicates only matter to the value kept, which is ignored here.
+fn peek(bytes: &[u8]) -> (Option<RequestId>, bool) {
     #[derive(serde::Deserialize)]
     struct Peek {
         id: Option<RequestId>,
+        method: Option<de::IgnoredAny>,
     }
-    serde_json::from_slice::<Peek>(bytes)
-        .ok()
-        .and_then(|p| p.id)
+    match serde_json::from_slice::<Peek>(bytes) {
+        Ok(p) => {
+            let request = p.method.is_some() && p.id.is_some();
+            (p.id, request)
+        }
+        Err(_) => (None, false),
+    }
 }
 
 /// Sorts a parsed value into the four JSON-RPC message kinds (BASE-1..7).
 pub fn classify(value: Value) -> Result<Message, DecodeError> {
+    let request = matches!(&value, Value::Object(o)
+        if o.contains_key("method") && o.get("id").is_some_and(|v| !v.is_null()));
     let invalid = |id: Option<RequestId>, why: &str| DecodeError {
+        request,
         id,
         error: McpError::InvalidRequest(why.to_owned()),
     };
@@ -498,6 +528,22 @@ pub fn classify(value: Value) -> Result<Message, DecodeError> {
     }
     let (has_method, has_id) = (obj.contains_key("method"), obj.contains_key("id"));
     let (has_result, has_error) = (obj.contains_key("result"), obj.contains_key("error"));
+    // BASE-4, BASE-5: a response carries a result or an error, never both,
+    // and a request or notification carries neither. A peer that sends
+    // both must not have one of them picked for it (a declined answer read
+    // as a result would let an effect go ahead).
+    if has_result && has_error {
+        return Err(invalid(
+            id,
+            "a response carries either result or error, not both",
+        ));
+    }
+    if has_method && (has_result || has_error) {
+        return Err(invalid(
+            id,
+            "a message is a request or a response, not both",
+        ));
+    }
     // The usual request (string method, object or no params) moves its
     // parts into a `Request` without a second walk of the tree; anything
     // else takes serde's path below, for its precise message.
@@ -585,6 +631,61 @@ mod tests {
         let err = decode_message(bytes, &Limits::default()).unwrap_err();
         assert_eq!(err.error.code(), ErrorCode::INVALID_PARAMS);
         assert_eq!(err.id, Some(RequestId::Number(7)));
+    }
+
+    #[test]
+    fn a_refused_request_keeps_its_status_and_anything_else_gets_400() {
+        // HTTP-S6: a notification or a response that cannot be accepted gets
+        // an HTTP error status, whatever JSON-RPC code names the reason; a
+        // request's refusal is its response (HTTP-A4: -32602 is 200).
+        let dup_request =
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","name":"b"}}"#;
+        let err = decode_message(dup_request, &Limits::default()).unwrap_err();
+        assert!(err.request);
+        assert_eq!(err.http_status(), 200);
+        let dup_response =
+            br#"{"jsonrpc":"2.0","id":7,"result":{"action":"accept","action":"decline"}}"#;
+        let err = decode_message(dup_response, &Limits::default()).unwrap_err();
+        assert_eq!(err.error.code(), ErrorCode::INVALID_PARAMS);
+        assert_eq!(err.id, Some(RequestId::Number(7)));
+        assert!(!err.request);
+        assert_eq!(err.http_status(), 400);
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{}{}}}"#,
+            "[".repeat(80),
+            "]".repeat(80)
+        );
+        let err = decode_message(deep.as_bytes(), &Limits::default()).unwrap_err();
+        assert_eq!(err.error.code(), ErrorCode::INVALID_PARAMS);
+        assert_eq!(err.http_status(), 400);
+        let dup_notification =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"a":1,"a":2}}"#;
+        assert_eq!(
+            decode_message(dup_notification, &Limits::default())
+                .unwrap_err()
+                .http_status(),
+            400
+        );
+    }
+
+    #[test]
+    fn a_message_with_both_result_and_error_is_invalid() {
+        // BASE-4, BASE-5: neither half may be picked for the peer.
+        for both in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":{"action":"accept"},"error":{"code":-1,"message":"no"}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/x","error":{"code":-1,"message":"no"}}"#,
+        ] {
+            let err = decode_message(both, &Limits::default()).unwrap_err();
+            assert_eq!(
+                err.error.code(),
+                ErrorCode::INVALID_REQUEST,
+                "{}",
+                String::from_utf8_lossy(both)
+            );
+            assert_eq!(err.http_status(), 400);
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
+use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tern_proto::McpError;
@@ -628,6 +629,47 @@ impl<'a> SamplingAsk<'a> {
     }
 }
 
+/// What one content block of a sampling answer is, once checked.
+#[derive(PartialEq)]
+enum SamplingBlock {
+    ToolUse,
+    Other,
+}
+
+impl SamplingBlock {
+    /// Checks block `i` against its schema type (SECURITY.md §3.8: every
+    /// field a type requires, of its type; media as base64) and against
+    /// what the request allowed.
+    fn check(key: &str, i: usize, b: &Value, asked: &SamplingAsk<'_>) -> Result<Self, McpError> {
+        use base64::Engine as _;
+        use tern_types::SamplingMessageContentBlock as Block;
+        let block =
+            Block::deserialize(b).map_err(|e| malformed(key, format!("content block {i}: {e}")))?;
+        let base64 = |data: &str| {
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|_| malformed(key, format!("content block {i}: data is not base64")))
+        };
+        match block {
+            Block::Text(_) => Ok(SamplingBlock::Other),
+            Block::Image(m) => base64(&m.data).map(|_| SamplingBlock::Other),
+            Block::Audio(m) => base64(&m.data).map(|_| SamplingBlock::Other),
+            // SAMP-4, SAMP-S2: a tool call answers only a request that
+            // offered that tool and did not forbid tool use.
+            Block::ToolUse(t) if asked.allows_tool(&t.name) => Ok(SamplingBlock::ToolUse),
+            Block::ToolUse(t) => Err(malformed(
+                key,
+                format!("tool_use of {:?}, which the request did not offer", t.name),
+            )),
+            // SAMP-3: tool results come from the user, never the model.
+            Block::ToolResult(_) => Err(malformed(
+                key,
+                "an assistant reply cannot carry tool_result",
+            )),
+        }
+    }
+}
+
 fn parse_sampling(key: &str, question: &Question, answer: &Value) -> Result<Sampled, McpError> {
     let request = question.built();
     let obj = answer
@@ -652,42 +694,9 @@ fn parse_sampling(key: &str, question: &Question, answer: &Value) -> Result<Samp
     }
     let asked = SamplingAsk::of(request);
     let mut tool_uses = 0;
-    for b in blocks {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text" | "image" | "audio") => {}
-            // SAMP-4, SAMP-S2: a tool call answers only a request that
-            // offered that tool and did not forbid tool use.
-            Some("tool_use") => {
-                let name = b.get("name").and_then(Value::as_str).unwrap_or_default();
-                if !asked.allows_tool(name) {
-                    return Err(malformed(
-                        key,
-                        format!("tool_use of {name:?}, which the request did not offer"),
-                    ));
-                }
-                if !b.get("id").is_some_and(Value::is_string)
-                    || !b.get("input").is_some_and(Value::is_object)
-                {
-                    return Err(malformed(
-                        key,
-                        "a tool_use block needs an id and an input object",
-                    ));
-                }
-                tool_uses += 1;
-            }
-            // SAMP-3: tool results come from the user, never the model.
-            Some("tool_result") => {
-                return Err(malformed(
-                    key,
-                    "an assistant reply cannot carry tool_result",
-                ));
-            }
-            _ => {
-                return Err(malformed(
-                    key,
-                    "content blocks must be text, image, audio or tool_use",
-                ));
-            }
+    for (i, b) in blocks.into_iter().enumerate() {
+        if SamplingBlock::check(key, i, b, &asked)? == SamplingBlock::ToolUse {
+            tool_uses += 1;
         }
     }
     let stop_reason = match obj.get("stopReason") {
@@ -741,9 +750,13 @@ fn parse_roots(key: &str, _question: &Question, answer: &Value) -> Result<Vec<Ro
         .collect()
 }
 
-/// ROOT-1: a root is a `file://` URI, bounded, in URI characters only
-/// (RFC 3986: anything else is percent-encoded), so a peer's string is
-/// never sliced inside a character or shown with control codes.
+/// ROOT-1, SECURITY.md §3.8: a root is a `file://` URI of an absolute
+/// local path, bounded, in URI characters only (RFC 3986: anything else is
+/// percent-encoded), so a peer's string is never sliced inside a character
+/// or shown with control codes. The host is empty or `localhost` (RFC 8089:
+/// another host names a remote share), and no segment is `.` or `..`,
+/// spelt out or percent-encoded, nor encodes a separator or NUL: a root
+/// must not climb out of the directory it names.
 fn check_root_uri(uri: &str) -> Result<(), &'static str> {
     if uri.len() > 4096 {
         return Err("is longer than 4096 bytes");
@@ -758,10 +771,45 @@ fn check_root_uri(uri: &str) -> Result<(), &'static str> {
     let Some((scheme, rest)) = uri.split_once(':') else {
         return Err("is not a URI");
     };
-    if !scheme.eq_ignore_ascii_case("file") || !rest.starts_with("//") {
+    let Some(authority_path) = rest.strip_prefix("//") else {
+        return Err("is not a file:// URI");
+    };
+    if !scheme.eq_ignore_ascii_case("file") {
         return Err("is not a file:// URI");
     }
+    if authority_path.contains(['?', '#']) {
+        return Err("has a query or fragment");
+    }
+    let Some(slash) = authority_path.find('/') else {
+        return Err("has no absolute path");
+    };
+    let (host, path) = authority_path.split_at(slash);
+    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+        return Err("names a host other than localhost");
+    }
+    for segment in path.split('/') {
+        let decoded = decode_segment(segment).ok_or("has a malformed percent-encoding")?;
+        if decoded == b"." || decoded == b".." {
+            return Err("has a . or .. segment");
+        }
+        if decoded.iter().any(|b| matches!(b, b'/' | b'\\' | 0)) {
+            return Err("encodes a path separator or NUL");
+        }
+    }
     Ok(())
+}
+
+/// A path segment with its percent-encoding undone, or `None` when a `%`
+/// is not followed by two hex digits.
+fn decode_segment(segment: &str) -> Option<Vec<u8>> {
+    let bytes = segment.as_bytes();
+    let well_formed = bytes.iter().enumerate().all(|(i, b)| {
+        *b != b'%'
+            || bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    well_formed.then(|| percent_encoding::percent_decode(bytes).collect())
 }
 
 /// A typed form's schema and whether it passed [`check_form_schema`].

@@ -222,6 +222,21 @@ impl ServerBuilder {
         if self.config.max_rounds == 0 {
             return Err(BuildError::new("max_rounds must be at least 1"));
         }
+        let (r, s) = (&self.config.requests, &self.config.sessions);
+        if [
+            r.max_running,
+            r.max_running_per_principal,
+            s.max_open,
+            s.max_per_principal,
+            s.max_calls,
+        ]
+        .contains(&0)
+            || s.idle.is_zero()
+        {
+            return Err(BuildError::new(
+                "every request and session budget must be at least 1",
+            ));
+        }
         if self.config.state_ttl > Duration::from_secs(3600) || self.config.state_ttl.is_zero() {
             return Err(BuildError::new("state_ttl must be between 1 s and 3600 s"));
         }
@@ -254,6 +269,7 @@ impl ServerBuilder {
                 authorize: self.authorize,
                 app_state: self.app_state,
                 metrics: Metrics::default(),
+                running: crate::running::Running::default(),
                 replay: store,
                 supported: tern_proto::SUPPORTED_VERSIONS
                     .iter()

@@ -34,6 +34,67 @@ pub struct Config {
     /// client's answer before the call fails and the request is freed
     /// (default 600 s, as long as a modern state lives).
     pub client_answer_timeout: Duration,
+    /// What 2025-11-25 sessions may hold (SECURITY.md, "Budgets").
+    pub sessions: SessionLimits,
+    /// How many requests may run at once (SECURITY.md, "Budgets").
+    pub requests: RequestLimits,
+}
+
+/// The budget of requests running at once: a listen stream, a slow tool
+/// and a request waiting for its store all hold a place until they end.
+#[derive(Clone, Debug)]
+pub struct RequestLimits {
+    /// The most one identified principal may have running (default 256);
+    /// one more is refused with -32600 (HTTP 429).
+    pub max_running_per_principal: usize,
+    /// The most running in all, the anonymous principal's included
+    /// (default 4096); one more is refused the same way.
+    pub max_running: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            max_running_per_principal: 256,
+            max_running: 4096,
+        }
+    }
+}
+
+/// The budgets of 2025-11-25 sessions: how many one principal and the
+/// whole server may hold, how long an idle one lives, and how many calls
+/// one session may have running.
+#[derive(Clone, Debug)]
+pub struct SessionLimits {
+    /// The most sessions open at once (default 1024). When the table is
+    /// full, a principal's new session replaces its own longest-idle one;
+    /// a principal with none idle is refused (HTTP 503).
+    pub max_open: usize,
+    /// The most sessions one principal may hold (default 16). Its next one
+    /// replaces its longest-idle session; if every one of them has a call
+    /// running, the new one is refused (HTTP 429). Without authentication
+    /// every client is the one anonymous principal, whose quota is
+    /// `max_open`.
+    pub max_per_principal: usize,
+    /// A session with no call running that has seen no message this long
+    /// is closed (default 30 min); its id then gets 404, and the client
+    /// opens a new one.
+    pub idle: Duration,
+    /// The most calls one session may have running at once, those waiting
+    /// for the client's answers included (default 16). One more is refused
+    /// with -32600 naming the limit; a call that ends frees its place.
+    pub max_calls: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_open: 1024,
+            max_per_principal: 16,
+            idle: Duration::from_secs(30 * 60),
+            max_calls: 16,
+        }
+    }
 }
 
 impl Default for Config {
@@ -50,6 +111,8 @@ impl Default for Config {
             cache_ttl_ms: 0,
             cache_scope: CacheScope::Private,
             client_answer_timeout: Duration::from_secs(600),
+            sessions: SessionLimits::default(),
+            requests: RequestLimits::default(),
         }
     }
 }

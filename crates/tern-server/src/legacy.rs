@@ -16,12 +16,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use tern_proto::accept::{Accepted, Envelope, LOG_LEVELS, RequestMeta};
-use tern_proto::decode::{Message, decode_message};
+use tern_proto::decode::{DecodeError, Message, decode_message};
 use tern_proto::era::era_of;
 use tern_proto::finish::{encode_error, encode_notification, encode_request};
 use tern_proto::{Inbound, McpError, Principal};
@@ -35,6 +35,7 @@ use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_ke
 use tokio::sync::{broadcast, oneshot};
 
 use crate::ask::{AskContext, Asked};
+use crate::clock::Clock;
 use crate::content::ToolResult;
 use crate::extract::CallContext;
 use crate::notify::Sink;
@@ -54,9 +55,67 @@ pub struct Session {
 struct SessionInner {
     state: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
+    calls: Mutex<Calls>,
     next_id: AtomicI64,
     /// Distinguishes this session's request ids from another's in logs.
     tag: String,
+    clock: Arc<dyn Clock>,
+    /// When the session last saw a message or a call ended (the server's
+    /// clock, seconds): the idle timeout counts from here.
+    last_active: AtomicU64,
+}
+
+/// The calls running in a session, by request id (BASE-3: an id names one
+/// outstanding request of its sender). Each holds the sender half of its
+/// stop signal: a cancellation or the session's end drops or fires it.
+#[derive(Default)]
+struct Calls {
+    running: HashMap<RequestId, (u64, oneshot::Sender<()>)>,
+    next: u64,
+    closed: bool,
+}
+
+/// Why a session would not take one more call.
+#[derive(Debug)]
+pub(crate) enum CallRefused {
+    /// A call with this id is still running (BASE-3).
+    Duplicate,
+    /// The session's budget of running calls is spent.
+    Full(usize),
+    /// The session ended.
+    Ended,
+}
+
+/// One call running in a session: its place in the session's budget,
+/// given back when it is dropped, however the call ends.
+pub(crate) struct Call {
+    session: Session,
+    id: RequestId,
+    seq: u64,
+    stop: oneshot::Receiver<()>,
+}
+
+impl Call {
+    /// Resolves when the call is cancelled (`notifications/cancelled`) or
+    /// its session ends (`DELETE`, eviction, idle timeout).
+    pub(crate) async fn stopped(&mut self) {
+        let _ = (&mut self.stop).await;
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let mut calls = lock(&self.session.inner.calls);
+        if calls
+            .running
+            .get(&self.id)
+            .is_some_and(|(seq, _)| *seq == self.seq)
+        {
+            calls.running.remove(&self.id);
+        }
+        drop(calls);
+        self.session.touch();
+    }
 }
 
 #[derive(Default)]
@@ -89,19 +148,88 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Session {
-    fn new() -> Self {
+    fn new(clock: Arc<dyn Clock>) -> Self {
         let tag: String = random_bytes::<4>()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        let now = clock.now();
         Session {
             inner: Arc::new(SessionInner {
                 state: Mutex::default(),
                 pending: Mutex::default(),
+                calls: Mutex::default(),
                 next_id: AtomicI64::new(1),
                 tag,
+                clock,
+                last_active: AtomicU64::new(now),
             }),
         }
+    }
+
+    fn touch(&self) {
+        let now = self.inner.clock.now();
+        self.inner.last_active.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// When the session last saw a message or a call ended, in the
+    /// server's clock (Unix seconds).
+    pub fn last_active(&self) -> u64 {
+        self.inner.last_active.load(Ordering::Relaxed)
+    }
+
+    /// How many calls are running in this session.
+    pub fn calls_running(&self) -> usize {
+        lock(&self.inner.calls).running.len()
+    }
+
+    /// Whether the session ended ([`Session::close`]).
+    pub fn is_closed(&self) -> bool {
+        lock(&self.inner.calls).closed
+    }
+
+    /// Ends the session: every call running in it stops at once (its
+    /// stream ends without a response), its questions to the client are
+    /// forgotten, and no call starts in it any more.
+    pub fn close(&self) {
+        let mut calls = lock(&self.inner.calls);
+        calls.closed = true;
+        let running = std::mem::take(&mut calls.running);
+        drop(calls);
+        // Dropping the stop senders stops every call.
+        drop(running);
+        lock(&self.inner.pending).clear();
+    }
+
+    /// Takes a place for the call `id` among this session's running calls.
+    pub(crate) fn begin(&self, id: &RequestId, max: usize) -> Result<Call, CallRefused> {
+        let mut calls = lock(&self.inner.calls);
+        if calls.closed {
+            return Err(CallRefused::Ended);
+        }
+        if calls.running.contains_key(id) {
+            return Err(CallRefused::Duplicate);
+        }
+        if calls.running.len() >= max {
+            return Err(CallRefused::Full(max));
+        }
+        let seq = calls.next;
+        calls.next += 1;
+        let (tx, stop) = oneshot::channel();
+        calls.running.insert(id.clone(), (seq, tx));
+        Ok(Call {
+            session: self.clone(),
+            id: id.clone(),
+            seq,
+            stop,
+        })
+    }
+
+    /// Stops the call `id`, if one runs (CANC-S4: an unknown id is
+    /// ignored).
+    fn cancel(&self, id: &RequestId) -> bool {
+        let taken = lock(&self.inner.calls).running.remove(id);
+        taken.is_some_and(|(_, stop)| stop.send(()).is_ok())
     }
 
     /// The negotiated version, once `initialize` has run.
@@ -170,33 +298,49 @@ impl Server {
     /// A new, unopened legacy session for one connection. A transport hands
     /// every message of that connection to [`Server::handle_in`] with it.
     pub fn session(&self) -> Session {
-        Session::new()
+        Session::new(self.inner.clock.clone())
     }
 
     /// Handles one message that arrived on `session`'s connection: modern
     /// requests are served statelessly as by [`Server::handle`]; a legacy
     /// `initialize` opens the session; requests inside an open session are
     /// legacy; responses go to the server-initiated request they answer.
+    ///
+    /// A legacy call holds one of the session's places for running calls
+    /// ([`crate::config::SessionLimits::max_calls`]) until it ends; its id
+    /// must not name a call still running (BASE-3). `notifications/
+    /// cancelled` for it, or the session's end, stops it at once: it then
+    /// answers [`Reply::Closed`] and nothing more is sent for it.
     pub async fn handle_in(&self, session: &Session, inbound: Inbound, sink: Sink) -> Reply {
+        session.touch();
         let limits = &self.inner.config.limits;
         let decoded =
             std::panic::catch_unwind(AssertUnwindSafe(|| decode_message(&inbound.body, limits)));
         let message = match decoded {
             Ok(Ok(m)) => m,
-            Ok(Err(e)) => return Reply::error_for(e.id, &e.error),
+            Ok(Err(e)) => return Reply::refused(&e),
             Err(panic) => return Reply::error_for(None, &self.panicked(panic.as_ref())),
         };
         match message {
             Message::Request(req) => match era_of(&req, session.is_open()) {
                 Era::Modern => self.handle_request(req, None, inbound, sink).await,
-                Era::Legacy => {
-                    self.handle_legacy(session, req, inbound.principal, sink)
-                        .await
-                }
+                Era::Legacy => self.run_legacy_call(session, req, inbound, sink).await,
             },
             Message::Notification(n) => {
                 if n.method == legacy::NOTIFICATIONS_INITIALIZED && session.is_open() {
                     lock(&session.inner.state).initialized = true;
+                }
+                if n.method == "notifications/cancelled" && session.is_open() {
+                    let id = n
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                    if let Some(id) = id
+                        && session.cancel(&id)
+                    {
+                        tracing::debug!(session = %session.inner.tag, %id, "legacy call cancelled");
+                    }
                 }
                 Reply::Accepted
             }
@@ -216,6 +360,49 @@ impl Server {
                 }
                 Reply::Accepted
             }
+        }
+    }
+
+    /// One legacy request, holding its place among the session's running
+    /// calls, stopped by a cancellation or the session's end.
+    async fn run_legacy_call(
+        &self,
+        session: &Session,
+        req: Request,
+        inbound: Inbound,
+        sink: Sink,
+    ) -> Reply {
+        let max = self.inner.config.sessions.max_calls;
+        let mut call = match session.begin(&req.id, max) {
+            Ok(call) => call,
+            Err(refused) => return self.call_refused(session, req.id, &refused),
+        };
+        tokio::select! {
+            biased;
+            () = call.stopped() => Reply::Closed,
+            reply = self.handle_legacy(session, req, inbound.principal, sink) => reply,
+        }
+    }
+
+    fn call_refused(&self, session: &Session, id: RequestId, refused: &CallRefused) -> Reply {
+        let (status, message, limit) = match refused {
+            CallRefused::Duplicate => (
+                400,
+                format!("request id {id} names a call still running in this session"),
+                "session_duplicate_id",
+            ),
+            CallRefused::Full(max) => (
+                429,
+                format!("this session already has {max} calls running; wait for one to end"),
+                "session_calls",
+            ),
+            CallRefused::Ended => (404, "this session has ended".to_owned(), "session_ended"),
+        };
+        tracing::info!(session = %session.inner.tag, %id, limit, "legacy call refused");
+        self.metrics().limit_reached(limit);
+        Reply::Message {
+            status,
+            body: encode_error(Some(id), &McpError::InvalidRequest(message)),
         }
     }
 
@@ -268,7 +455,11 @@ impl Server {
         let id = req.id.clone();
         let span = crate::server::request_span(&req, None);
         let method = crate::metrics::method_label(&req.method);
-        let run = self.serve_legacy(session, req, principal, sink);
+        let run = async {
+            self.serve_legacy(session, req, principal, sink)
+                .await
+                .map_err(legacy_error)
+        };
         self.answer(id, method, span, run, legacy_shape).await
     }
 
@@ -510,6 +701,13 @@ impl Server {
                 .collect();
             return Err(McpError::UrlElicitationRequired { elicitations });
         }
+        // Whatever ends the round (answers, an error, the timeout, or the
+        // call being stopped mid-wait), nothing of it waits any more: a late
+        // answer is unsolicited.
+        let mut asking = Asking {
+            session,
+            ids: Vec::with_capacity(asked.len()),
+        };
         let mut waits = Vec::with_capacity(asked.len());
         for (a, url_id) in asked.iter().zip(&url_ids) {
             let method = a.request["method"].as_str().unwrap_or_default().to_owned();
@@ -522,56 +720,57 @@ impl Server {
                 p.insert("elicitationId".into(), json!(id));
             }
             let (id, rx) = session.expect();
+            asking.ids.push(id.clone());
             if !sink.send(encode_request(&id, &method, &params)).await {
-                session.forget(&id);
-                for (_, _, earlier, _, _) in &waits {
-                    session.forget(earlier);
-                }
                 return Err(McpError::InvalidRequest(
                     "the client's stream closed before it could be asked".into(),
                 ));
             }
-            waits.push((a.key.clone(), method, id, rx, url_id.clone()));
+            waits.push((a.key.clone(), method, rx, url_id.clone()));
         }
-        let patience = self.config().client_answer_timeout;
-        let ids: Vec<RequestId> = waits.iter().map(|(_, _, id, _, _)| id.clone()).collect();
-        let answers = async {
-            let mut out = Map::new();
-            for (key, method, _id, rx, url_id) in waits {
-                let Ok(Ok(answer)) = tokio::time::timeout(patience, rx).await else {
-                    return Err(McpError::InvalidRequest(format!(
-                        "the client did not answer {method} in time"
-                    )));
-                };
-                match answer {
-                    ClientAnswer::Result(r) => {
-                        if let Some(url) =
-                            url_id.filter(|_| r.get("action") == Some(&json!("accept")))
-                        {
-                            opened_urls.push(url);
-                        }
-                        out.insert(key, Value::Object(r));
+        // One deadline for the whole round, however many it asked.
+        let deadline = tokio::time::Instant::now() + self.config().client_answer_timeout;
+        let mut out = Map::new();
+        for (key, method, rx, url_id) in waits {
+            let Ok(Ok(answer)) = tokio::time::timeout_at(deadline, rx).await else {
+                return Err(McpError::InvalidRequest(format!(
+                    "the client did not answer {method} in time"
+                )));
+            };
+            match answer {
+                ClientAnswer::Result(r) => {
+                    if let Some(url) = url_id.filter(|_| r.get("action") == Some(&json!("accept")))
+                    {
+                        opened_urls.push(url);
                     }
-                    ClientAnswer::Error(e) => {
-                        return Err(McpError::InvalidParams {
-                            message: format!(
-                                "the client refused {method}: {}",
-                                e["message"].as_str().unwrap_or("no reason given")
-                            ),
-                            data: Some(json!({"key": key})),
-                        });
-                    }
+                    out.insert(key, Value::Object(r));
+                }
+                ClientAnswer::Error(e) => {
+                    return Err(McpError::InvalidParams {
+                        message: format!(
+                            "the client refused {method}: {}",
+                            e["message"].as_str().unwrap_or("no reason given")
+                        ),
+                        data: Some(json!({"key": key})),
+                    });
                 }
             }
-            Ok(out)
-        };
-        let out = answers.await;
-        // However the round ended, nothing of it waits any more: a late
-        // answer is unsolicited.
-        for id in &ids {
-            session.forget(id);
         }
-        out
+        Ok(out)
+    }
+}
+
+/// The server-initiated requests of one round, forgotten when it ends.
+struct Asking<'a> {
+    session: &'a Session,
+    ids: Vec<RequestId>,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        for id in &self.ids {
+            self.session.forget(id);
+        }
     }
 }
 
@@ -581,6 +780,31 @@ impl Reply {
             status: e.http_status(),
             body: encode_error(id, e),
         }
+    }
+
+    /// The refusal of a message that did not decode. A request's echoes
+    /// its id (BASE-5); a refused notification or response gets an HTTP
+    /// error status and an error without id (HTTP-S6).
+    pub(crate) fn refused(e: &DecodeError) -> Self {
+        let id = if e.request { e.id.clone() } else { None };
+        Reply::Message {
+            status: e.http_status(),
+            body: encode_error(id, &e.error),
+        }
+    }
+}
+
+/// An error as the legacy era can act on it. Nothing is sealed in a
+/// session, so the uniform state refusal (with its `restart` advice) can
+/// only mean a single-use key this call consumed was used before: say that
+/// instead (the reason is still counted as `already_consumed`).
+fn legacy_error(e: McpError) -> McpError {
+    match e {
+        McpError::InvalidState => McpError::InvalidParams {
+            message: "This was already done once and cannot be repeated".into(),
+            data: None,
+        },
+        other => other,
     }
 }
 

@@ -40,7 +40,9 @@ mod outcome;
 mod registry;
 mod resume;
 mod routing;
+mod running;
 mod server;
+mod sessions;
 mod single_use;
 mod state;
 
@@ -48,7 +50,7 @@ pub use ask::{
     Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
 };
 pub use builder::{BuildError, ServerBuilder};
-pub use config::Config;
+pub use config::{Config, RequestLimits, SessionLimits};
 pub use content::{Content, PromptResult, ResourceResult, ToolResult};
 pub use extract::{
     Args, Authenticated, CallContext, Caller, Capabilities, Flow, FromCall, Meta, RawArgs, Resumed,
@@ -63,6 +65,7 @@ pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
 pub use server::{Authorize, Reply, Server, on_trace_parent};
+pub use sessions::{SessionRefused, SessionTable};
 pub use single_use::SingleUse;
 pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]

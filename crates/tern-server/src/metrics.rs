@@ -104,6 +104,8 @@ pub struct Metrics {
     replay_total: AtomicU64,
     replay_errors: AtomicU64,
     sessions: AtomicI64,
+    sessions_closed: Mutex<BTreeMap<&'static str, u64>>,
+    limits: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 const SECONDS: &[f64] = &[
@@ -128,6 +130,8 @@ impl Default for Metrics {
             replay_total: AtomicU64::new(0),
             replay_errors: AtomicU64::new(0),
             sessions: AtomicI64::new(0),
+            sessions_closed: Mutex::default(),
+            limits: Mutex::default(),
         }
     }
 }
@@ -182,6 +186,31 @@ impl Metrics {
     pub fn set_sessions(&self, open: usize) {
         self.sessions
             .store(i64::try_from(open).unwrap_or(i64::MAX), Ordering::Relaxed);
+    }
+
+    /// Counts a 2025-11-25 session that ended for `reason`: `"deleted"`
+    /// (the client's `DELETE`), `"idle"` (unused past the idle timeout) or
+    /// `"evicted"` (its principal opened one past its quota, or the table
+    /// was full).
+    pub fn session_closed(&self, reason: &'static str) {
+        bump(&self.sessions_closed, reason);
+    }
+
+    /// How many sessions ended for `reason`.
+    pub fn sessions_closed(&self, reason: &str) -> u64 {
+        read(&self.sessions_closed, reason)
+    }
+
+    /// Counts a peer held at one of the budgets of SECURITY.md ("Budgets"),
+    /// named by `limit` (for example `"sessions_per_principal"`): what was
+    /// refused or evicted there. The peer sees only the refusal.
+    pub fn limit_reached(&self, limit: &'static str) {
+        bump(&self.limits, limit);
+    }
+
+    /// How often the budget `limit` was reached.
+    pub fn limits_reached(&self, limit: &str) -> u64 {
+        read(&self.limits, limit)
     }
 
     /// How many states were refused for `reason` (e.g. `"bad_tag"`).
@@ -277,6 +306,20 @@ impl Metrics {
              tern_sessions_open {}",
             self.sessions.load(Ordering::Relaxed)
         );
+        out.push_str(
+            "# HELP tern_sessions_closed_total 2025-11-25 sessions ended, by reason.\n\
+             # TYPE tern_sessions_closed_total counter\n",
+        );
+        for (reason, n) in lock(&self.sessions_closed) {
+            let _ = writeln!(out, "tern_sessions_closed_total{{reason=\"{reason}\"}} {n}");
+        }
+        out.push_str(
+            "# HELP tern_limit_reached_total Refusals and evictions at a budget, by budget.\n\
+             # TYPE tern_limit_reached_total counter\n",
+        );
+        for (limit, n) in lock(&self.limits) {
+            let _ = writeln!(out, "tern_limit_reached_total{{limit=\"{limit}\"}} {n}");
+        }
         out
     }
 }

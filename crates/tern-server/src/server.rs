@@ -78,6 +78,8 @@ pub(crate) struct Inner {
     pub(crate) authorize: Option<Authorize>,
     pub(crate) app_state: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) metrics: Metrics,
+    /// Requests running now, against `config.requests`.
+    pub(crate) running: crate::running::Running,
     pub(crate) supported: Vec<String>,
     pub(crate) replay: Arc<dyn ReplayStore>,
     /// The deployment the builder checked, for routes added at run time.
@@ -194,7 +196,7 @@ impl Server {
                 let e = McpError::InvalidRequest("clients never send responses".into());
                 Reply::error_for(None, &e)
             }
-            Ok(Err(e)) => Reply::error_for(e.id, &e.error),
+            Ok(Err(e)) => Reply::refused(&e),
             Err(panic) => Reply::error_for(None, &self.panicked(panic.as_ref())),
         }
     }
@@ -209,6 +211,20 @@ impl Server {
         sink: Sink,
     ) -> Reply {
         let id = req.id.clone();
+        let limits = &self.inner.config.requests;
+        let _place = match self.inner.running.enter(&inbound.principal, limits) {
+            Ok(place) => place,
+            Err(full) => {
+                self.metrics().limit_reached(full.limit());
+                let e = McpError::InvalidRequest(
+                    "too many requests running for this client; wait for one to end".into(),
+                );
+                return Reply::Message {
+                    status: 429,
+                    body: tern_proto::finish::encode_error(Some(id), &e),
+                };
+            }
+        };
         let span = request_span(&req, meta.as_ref().map(|m| &m.raw));
         let headers = inbound.headers.as_ref();
         let method = method_label(&req.method);

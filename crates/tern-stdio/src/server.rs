@@ -39,6 +39,10 @@ pub struct StdioOptions {
     /// server uses (never the secret), or empty. It becomes part of the
     /// principal every state is bound to (SECURITY.md §3.6).
     pub credential_identity: String,
+    /// The most requests running at once on the connection (default 256,
+    /// listen streams included); one more is answered at once with
+    /// `-32600` naming the limit, and each that ends frees its place.
+    pub max_in_flight: usize,
 }
 
 impl Default for StdioOptions {
@@ -47,6 +51,7 @@ impl Default for StdioOptions {
             max_line_bytes: 16 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(5),
             credential_identity: String::new(),
+            max_in_flight: 256,
         }
     }
 }
@@ -116,6 +121,7 @@ where
         out,
         flights: Arc::new(Flights::default()),
         next_seq: 0,
+        max_in_flight: options.max_in_flight.max(1),
     };
     let mut lines = LineReader::new(reader, options.max_line_bytes);
     let read_error = loop {
@@ -372,6 +378,11 @@ impl Flights {
         }
     }
 
+    /// How many requests are running.
+    fn len(&self) -> usize {
+        self.lock().values().map(Vec::len).sum()
+    }
+
     fn cancel_all(&self) {
         let taken: Vec<Flight> = self.lock().drain().flat_map(|(_, v)| v).collect();
         taken.iter().for_each(Flight::cancel);
@@ -412,6 +423,7 @@ struct Conn {
     out: mpsc::Sender<Bytes>,
     flights: Arc<Flights>,
     next_seq: u64,
+    max_in_flight: usize,
 }
 
 impl Conn {
@@ -443,6 +455,15 @@ impl Conn {
             // STDIO-A2, BASE-5: unparsable lines get an error without id.
             Err(e) => self.send(encode_error(e.id, &e.error)).await,
             Ok(Message::Request(req)) => {
+                if self.flights.len() >= self.max_in_flight {
+                    self.server.metrics().limit_reached("stdio_in_flight");
+                    let e = McpError::InvalidRequest(format!(
+                        "{} requests are already running; wait for one to end",
+                        self.max_in_flight
+                    ));
+                    self.send(encode_error(Some(req.id), &e)).await;
+                    return;
+                }
                 let listen = req.method == "subscriptions/listen";
                 self.spawn_request(req.id, listen, body);
             }

@@ -18,7 +18,7 @@ async fn slow(progress: Progress) -> ToolResult {
     ToolResult::text("done")
 }
 
-async fn hello() -> ToolResult {
+pub(super) async fn hello() -> ToolResult {
     ToolResult::text("hello")
 }
 
@@ -38,7 +38,7 @@ async fn start() -> SocketAddr {
     addr
 }
 
-fn body(method: &str, params: Value) -> Value {
+pub(super) fn body(method: &str, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -53,7 +53,7 @@ fn post(addr: SocketAddr, method: &str, name: Option<&str>) -> reqwest::RequestB
 
 /// [`post`] on a given client, whose connection is kept alive between
 /// requests.
-fn post_on(
+pub(super) fn post_on(
     http: &reqwest::Client,
     addr: SocketAddr,
     method: &str,
@@ -71,7 +71,7 @@ fn post_on(
     r
 }
 
-async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
+pub(super) async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     let text = r.text().await.unwrap();
     assert!(
@@ -445,7 +445,7 @@ async fn a_non_ascii_root_and_a_panicking_handler_get_json_rpc_errors() {
 }
 
 /// Principals by the `x-who` header, for the session-binding tests.
-struct ByHeader;
+pub(super) struct ByHeader;
 
 impl tern_http::Authenticate for ByHeader {
     fn authenticate(
@@ -465,20 +465,31 @@ impl tern_http::Authenticate for ByHeader {
 async fn start_sessions(max_sessions: usize) -> SocketAddr {
     let server = Server::builder("t", "1")
         .tool("hello", "says hello", hello)
+        .config(tern_server::Config {
+            sessions: tern_server::SessionLimits {
+                max_open: max_sessions,
+                ..tern_server::SessionLimits::default()
+            },
+            ..tern_server::Config::default()
+        })
         .build()
         .unwrap();
-    let options = HttpOptions {
-        max_sessions,
-        ..HttpOptions::default()
-    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = tern_http::router(server, options, std::sync::Arc::new(ByHeader));
+    let app = tern_http::router(
+        server,
+        HttpOptions::default(),
+        std::sync::Arc::new(ByHeader),
+    );
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }
 
-fn legacy_post(addr: SocketAddr, who: &str, session: Option<&str>) -> reqwest::RequestBuilder {
+pub(super) fn legacy_post(
+    addr: SocketAddr,
+    who: &str,
+    session: Option<&str>,
+) -> reqwest::RequestBuilder {
     let mut r = reqwest::Client::new()
         .post(format!("http://{addr}/mcp"))
         .header("content-type", "application/json")
@@ -492,7 +503,7 @@ fn legacy_post(addr: SocketAddr, who: &str, session: Option<&str>) -> reqwest::R
     r
 }
 
-fn initialize() -> String {
+pub(super) fn initialize() -> String {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "legacy", "version": "1"}}})
@@ -581,7 +592,7 @@ async fn a_legacy_session_is_bound_to_its_principal_capped_and_ends_on_delete() 
     assert_eq!(again.status(), StatusCode::OK);
 }
 
-async fn confirm(ask: tern_server::Ask) -> Result<ToolResult, tern_server::Error> {
+pub(super) async fn confirm(ask: tern_server::Ask) -> Result<ToolResult, tern_server::Error> {
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
     let (answer,) = ask.all((tern_server::Need::form_schema("ok", "Go on?", schema),))?;
     Ok(ToolResult::text(match answer {
@@ -610,7 +621,7 @@ async fn start_asking() -> (SocketAddr, Server) {
 }
 
 /// Opens a session that declared form elicitation; returns its id.
-async fn open_session(addr: SocketAddr) -> String {
+pub(super) async fn open_session(addr: SocketAddr) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
         "clientInfo": {"name": "legacy", "version": "1"}}});
@@ -631,13 +642,13 @@ async fn open_session(addr: SocketAddr) -> String {
 }
 
 /// Reads SSE events `(id, data)` off a response, comments skipped.
-struct Events {
-    resp: reqwest::Response,
-    buf: String,
+pub(super) struct Events {
+    pub(super) resp: reqwest::Response,
+    pub(super) buf: String,
 }
 
 impl Events {
-    async fn next(&mut self) -> Option<(String, String)> {
+    pub(super) async fn next(&mut self) -> Option<(String, String)> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let event: String = self.buf.drain(..end + 2).collect();
@@ -662,7 +673,11 @@ impl Events {
     }
 }
 
-fn get(addr: SocketAddr, session: &str, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
+pub(super) fn get(
+    addr: SocketAddr,
+    session: &str,
+    last_event_id: Option<&str>,
+) -> reqwest::RequestBuilder {
     let mut r = reqwest::Client::new()
         .get(format!("http://{addr}/mcp"))
         .header("accept", "text/event-stream")

@@ -165,6 +165,112 @@ async fn sampling_and_roots_answers_complete() {
 }
 
 #[tokio::test]
+async fn a_root_that_climbs_or_names_another_host_never_reaches_the_handler() {
+    // SECURITY.md §3.8, ROOT-1: an absolute local path, no `.`/`..`
+    // segment (spelt out or percent-encoded), host empty or localhost.
+    let h = harness();
+    for (uri, why) in [
+        ("file:///tmp/ws/../../etc", "has a . or .. segment"),
+        ("file:///tmp/%2e%2e/etc", "has a . or .. segment"),
+        ("file:///tmp/%2E%2e/etc", "has a . or .. segment"),
+        ("file:///tmp/./ws", "has a . or .. segment"),
+        ("file:///tmp/..", "has a . or .. segment"),
+        (
+            "file://attacker.example/share",
+            "names a host other than localhost",
+        ),
+        (
+            "file://127.0.0.1/share",
+            "names a host other than localhost",
+        ),
+        ("file:///tmp/a%2fb", "encodes a path separator or NUL"),
+        ("file:///tmp/a%5cb", "encodes a path separator or NUL"),
+        ("file:///tmp/a%00", "encodes a path separator or NUL"),
+        ("file:///tmp/a%zz", "has a malformed percent-encoding"),
+        ("file:///tmp/a%2", "has a malformed percent-encoding"),
+        ("file://", "has no absolute path"),
+        ("file://localhost", "has no absolute path"),
+        ("file:///tmp/x?y=1", "has a query or fragment"),
+        ("file:tmp/x", "is not a file:// URI"),
+    ] {
+        let roots = json!({"roots": [{"uri": "file:///ok"}, {"uri": uri}]});
+        let (code, e) = error(&answer(&h, "roots", json!({"roots": roots})).await);
+        assert_eq!(code, -32602, "{uri}");
+        assert_eq!(e["data"]["key"], "roots", "{uri}");
+        assert_eq!(
+            e["message"],
+            format!("inputResponses.roots: root {uri:?} {why}"),
+            "{uri}"
+        );
+    }
+    // Local paths in any of their spellings still pass.
+    let ok = json!({"roots": [
+        {"uri": "file:///tmp/ws"}, {"uri": "FILE://LOCALHOST/tmp/ws"},
+        {"uri": "file:///C:/Users/me"}, {"uri": "file:///tmp/a%20b/..x/.y"}]});
+    let r = answer(&h, "roots", json!({"roots": ok})).await;
+    assert_eq!(
+        text(result(&r)),
+        "file:///tmp/ws,FILE://LOCALHOST/tmp/ws,file:///C:/Users/me,file:///tmp/a%20b/..x/.y"
+    );
+}
+
+#[tokio::test]
+async fn every_sampling_content_block_is_checked_against_its_type() {
+    // SECURITY.md §3.8: a block has every field its schema type requires.
+    let h = harness();
+    for (block, why) in [
+        (
+            json!({"type": "image"}),
+            "content block 0: missing field `data`",
+        ),
+        (
+            json!({"type": "image", "data": "aGk="}),
+            "content block 0: missing field `mimeType`",
+        ),
+        (
+            json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}),
+            "content block 0: data is not base64",
+        ),
+        (
+            json!({"type": "audio", "mimeType": "audio/wav"}),
+            "content block 0: missing field `data`",
+        ),
+        (
+            json!({"type": "text"}),
+            "content block 0: missing field `text`",
+        ),
+        (
+            json!({"type": "text", "text": 4}),
+            "content block 0: invalid type: integer `4`, expected a string",
+        ),
+        (
+            json!({"type": "video"}),
+            "content block 0: unknown variant `video`, expected one of `text`, `image`, `audio`, `tool_use`, `tool_result`",
+        ),
+    ] {
+        let answer_ = json!({"role": "assistant", "content": block.clone(), "model": "m"});
+        let (code, e) = error(&answer(&h, "sample", json!({"q": answer_})).await);
+        assert_eq!(code, -32602, "{block}");
+        assert_eq!(e["data"]["key"], "q", "{block}");
+        assert_eq!(e["message"], format!("inputResponses.q: {why}"), "{block}");
+    }
+    // The second block of an array is named by its index.
+    let two = json!({"role": "assistant", "model": "m", "content": [
+        {"type": "text", "text": "4"}, {"type": "image", "mimeType": "image/png"}]});
+    let (_, e) = error(&answer(&h, "sample", json!({"q": two})).await);
+    assert_eq!(
+        e["message"],
+        "inputResponses.q: content block 1: missing field `data`"
+    );
+    let media = json!({"role": "assistant", "model": "m", "content": [
+        {"type": "text", "text": "4"},
+        {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+        {"type": "audio", "data": "", "mimeType": "audio/wav"}]});
+    let r = answer(&h, "sample", json!({"q": media})).await;
+    assert_eq!(text(result(&r)), "4 from m");
+}
+
+#[tokio::test]
 async fn a_missing_answer_is_asked_again_and_unknown_keys_ignored() {
     // MRTR-E2, MRTR-E3.
     let h = harness();

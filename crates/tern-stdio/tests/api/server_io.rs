@@ -173,3 +173,32 @@ async fn a_closed_output_ends_serving_with_an_error() {
     let err = done.expect("serving stops").unwrap().unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
 }
+
+#[tokio::test]
+async fn requests_past_the_in_flight_budget_are_refused_until_one_ends() {
+    // SECURITY.md "Budgets": a client flooding the connection holds at
+    // most `max_in_flight` running requests.
+    let mut p = start(StdioOptions {
+        max_in_flight: 3,
+        ..StdioOptions::default()
+    });
+    for id in 1..=3 {
+        p.send(&call(json!(id), "forever", "")).await;
+    }
+    for id in 4..=1000 {
+        p.send(&call(json!(id), "forever", "")).await;
+        let refused = p.next().await;
+        assert_eq!(refused["id"], id, "{refused}");
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert_eq!(
+            refused["error"]["message"],
+            "Invalid request: 3 requests are already running; wait for one to end"
+        );
+    }
+    // A cancelled request gives its place back.
+    p.send(&cancel(json!(2))).await;
+    p.send(&call(json!(1001), "echo", "in")).await;
+    let answered = p.next().await;
+    assert_eq!(answered["id"], 1001, "{answered}");
+    assert_eq!(text_of(&answered), "in");
+}
