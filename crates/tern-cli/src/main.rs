@@ -194,6 +194,11 @@ pub(crate) struct ProtectArgs {
     /// A scope a tool needs besides those, TOOL=SCOPE (repeatable).
     #[arg(long = "tool-scope", value_name = "TOOL=SCOPE")]
     pub(crate) tool_scopes: Vec<String>,
+    /// A JWT `typ` accepted besides `at+jwt` (RFC 9068 §4), for issuers
+    /// that do not follow RFC 9068, e.g. JWT (repeatable); `any` turns the
+    /// check off.
+    #[arg(long = "jwt-typ", value_name = "TYP")]
+    pub(crate) jwt_types: Vec<String>,
 }
 
 /// `tern proxy`.

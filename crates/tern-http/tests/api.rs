@@ -5,4 +5,5 @@ mod api {
     mod client;
     mod oauth;
     mod server;
+    mod tokens;
 }
