@@ -227,6 +227,11 @@ pub(crate) struct ProtectArgs {
     /// A scope a tool needs besides those, TOOL=SCOPE (repeatable).
     #[arg(long = "tool-scope", value_name = "TOOL=SCOPE")]
     pub(crate) tool_scopes: Vec<String>,
+    /// A JWT `typ` accepted besides `at+jwt` (RFC 9068 §4), for issuers
+    /// that do not follow RFC 9068, e.g. JWT (repeatable); `any` turns the
+    /// check off.
+    #[arg(long = "jwt-typ", value_name = "TYP")]
+    pub(crate) jwt_types: Vec<String>,
 }
 
 /// `tern proxy`.
@@ -268,13 +273,22 @@ pub(crate) struct ProxyArgs {
     /// The most input rounds a flow may take at the proxy.
     #[arg(long, value_name = "N")]
     pub(crate) max_rounds: Option<u8>,
-    /// How long a call to a 2025-11-25 upstream waits for the client's
-    /// retry before it is cancelled, in seconds.
+    /// How long a pending call (a 2025-11-25 upstream's call, or an
+    /// upstream round too large to seal) waits for the client's retry
+    /// before it is dropped, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     pub(crate) pending_ttl: u64,
-    /// The most such calls held at once.
+    /// The most pending calls held at once, for all clients together.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub(crate) max_pending: usize,
+    /// The most pending calls one principal may hold (default: a quarter
+    /// of --max-pending, at least 1).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_pending_per_principal: Option<usize>,
+    /// The most bytes of one upstream round held in the proxy (its state
+    /// and questions).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
+    pub(crate) max_round_bytes: usize,
     /// How long to wait for an upstream's answer, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub(crate) upstream_timeout: u64,

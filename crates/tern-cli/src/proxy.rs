@@ -99,14 +99,29 @@ fn upstreams(args: &ProxyArgs) -> Result<Vec<(String, Connect)>, String> {
 }
 
 fn options(args: &ProxyArgs) -> Result<ProxyOptions, String> {
-    if args.pending_ttl == 0 || args.upstream_timeout == 0 || args.max_pending == 0 {
+    if args.pending_ttl == 0
+        || args.upstream_timeout == 0
+        || args.max_pending == 0
+        || args.max_round_bytes == 0
+    {
         return Err(
-            "--pending-ttl, --upstream-timeout and --max-pending must be at least 1".to_owned(),
+            "--pending-ttl, --upstream-timeout, --max-pending and --max-round-bytes must be at least 1"
+                .to_owned(),
         );
+    }
+    if let Some(n) = args.max_pending_per_principal
+        && (n == 0 || n > args.max_pending)
+    {
+        return Err(format!(
+            "--max-pending-per-principal must be between 1 and --max-pending ({})",
+            args.max_pending
+        ));
     }
     Ok(ProxyOptions {
         pending_ttl: Duration::from_secs(args.pending_ttl),
         max_pending: args.max_pending,
+        max_pending_per_principal: args.max_pending_per_principal,
+        max_round_bytes: args.max_round_bytes,
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
     })
 }
@@ -154,6 +169,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             builder = builder.keys(ring).resource_id(&kf.resource_id);
         }
         let names: Vec<String> = upstreams.iter().map(|(n, _)| n.clone()).collect();
+        let (max_pending, per_principal) = (options.max_pending, options.per_principal());
         let mut proxy = Proxy::builder(builder).options(options);
         for (name, connect) in upstreams {
             proxy = proxy.upstream(&name, connect);
@@ -177,6 +193,8 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
                 .as_ref()
                 .map_or_else(|| "ephemeral".to_owned(), |p| p.display().to_string()),
             max_rounds = proxy.server().config().max_rounds,
+            max_pending,
+            per_principal,
             metrics = args.metrics.as_deref().unwrap_or("off"),
             "tern proxy started"
         );

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tern::http::{
     Anonymous, Authenticate, HttpOptions, JwtAuthenticator, JwtKeys, ProtectedResource, TokenFile,
+    TokenTypes,
 };
 use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
 use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore};
@@ -461,6 +462,17 @@ pub(crate) fn serve_metrics(
     Ok(())
 }
 
+/// The JWT `typ` values `--jwt-typ` accepts besides `at+jwt`.
+fn token_types(given: &[String]) -> TokenTypes {
+    if given.iter().any(|t| t.eq_ignore_ascii_case("any")) {
+        TokenTypes::Any
+    } else if given.is_empty() {
+        TokenTypes::AccessToken
+    } else {
+        TokenTypes::Also(given.to_vec())
+    }
+}
+
 /// The authenticator and resource metadata `--auth` asks for.
 pub(crate) async fn protection(
     args: &ProtectArgs,
@@ -499,7 +511,8 @@ pub(crate) async fn protection(
                 .resource_metadata(&resource.metadata_url())
                 // What every request needs; a tool's own scopes come with
                 // its 403, so a client steps up only when it must.
-                .scopes(&args.scopes),
+                .scopes(&args.scopes)
+                .token_types(token_types(&args.jwt_types)),
         ))
     };
     let auth: Arc<dyn Authenticate> = match mode.split_once(':') {
@@ -526,6 +539,9 @@ pub(crate) async fn protection(
                 ));
             }
             jwt(JwtKeys::Hs256(secret.into_bytes()))?
+        }
+        Some(("tokens", _)) if !args.jwt_types.is_empty() => {
+            return Err("--jwt-typ applies to JWTs, not to --auth tokens:FILE".to_owned());
         }
         Some(("tokens", path)) => {
             let text = std::fs::read_to_string(path)

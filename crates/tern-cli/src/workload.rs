@@ -16,9 +16,9 @@ use tern::server::{
     ResourceDef, ResourceResult, RouteLimits, ServerBuilder, SingleUse, State, ToolDef, ToolResult,
 };
 
-/// The application code for "the person declined" (outside the reserved
-/// range, ERR-5).
-pub(crate) const DECLINED: i64 = -31001;
+/// The application code for "the person declined", from Tern's registry
+/// (ERR-5).
+pub(crate) const DECLINED: i64 = tern::types::ErrorCode::DECLINED.0;
 
 /// Out-of-band sign-ins, by flow id. The URL carries the flow id, 128
 /// random bits, so only the person who was shown it can complete it.

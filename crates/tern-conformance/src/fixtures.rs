@@ -366,9 +366,9 @@ async fn mrtr_prompt(ask: Ask) -> Result<PromptResult, Error> {
             "Use this context: {}",
             c.context
         ))),
-        // An application code outside the reserved range (ERR-5).
+        // "Declined", from Tern's registry of application codes (ERR-5).
         _ => Err(Error::application(
-            -31001,
+            tern::types::ErrorCode::DECLINED.0,
             "The user declined to give context",
         )),
     }

@@ -4,8 +4,12 @@
 //! to.
 
 use axum::http::{HeaderMap, StatusCode, header};
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
+use std::time::Duration;
+
+use jsonwebtoken::jwk::{JwkSet, PublicKeyUse};
+use jsonwebtoken::{
+    Algorithm, DecodingKey, Header, Validation, decode, decode_header, get_current_timestamp,
+};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tern_proto::Principal;
@@ -142,9 +146,52 @@ impl std::fmt::Debug for JwtKeys {
     }
 }
 
-/// JWT access tokens (RFC 9068): signature, expiry, issuer and audience
-/// checked on every request (AUTH-S2). The principal is
-/// `("oauth", iss, sub, client_id, resource)` (SECURITY.md §3.6).
+/// The clock skew tolerated on `exp`, `nbf` and `iat` by default.
+pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
+
+/// The longest bearer token read by default: longer ones are refused
+/// before any decoding.
+pub const DEFAULT_MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// Which JWT `typ` headers a [`JwtAuthenticator`] accepts. RFC 9068 §4:
+/// a resource server MUST check that a JWT access token's `typ` is
+/// `at+jwt` (`application/at+jwt` is the same, RFC 7515 §4.1.9), so an ID
+/// token or another JWT signed by the same issuer is not taken for an
+/// access token (RFC 8725 §3.11). Values compare case-insensitively.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TokenTypes {
+    /// Only `at+jwt`: RFC 9068 access tokens (the default).
+    #[default]
+    AccessToken,
+    /// `at+jwt` and these values too, for issuers that do not follow RFC
+    /// 9068 (many send `JWT`). A token without `typ` is still refused.
+    Also(Vec<String>),
+    /// Any `typ`, or none: the check is off.
+    Any,
+}
+
+impl TokenTypes {
+    fn accepts(&self, typ: Option<&str>) -> bool {
+        let bare = |t: &str| {
+            let t = t.to_ascii_lowercase();
+            t.strip_prefix("application/")
+                .map(str::to_owned)
+                .unwrap_or(t)
+        };
+        match (self, typ.map(bare)) {
+            (TokenTypes::Any, _) => true,
+            (_, None) => false,
+            (TokenTypes::AccessToken, Some(t)) => t == "at+jwt",
+            (TokenTypes::Also(more), Some(t)) => t == "at+jwt" || more.iter().any(|m| bare(m) == t),
+        }
+    }
+}
+
+/// JWT access tokens (RFC 9068): size, `typ`, signature, expiry, not-before,
+/// issue time, issuer, audience and subject checked on every request
+/// (AUTH-S2). The principal is `("oauth", iss, sub, client_id, resource)`
+/// (SECURITY.md §3.6); a token that names no subject (neither `sub` nor a
+/// client id) is refused, since every such token would share one principal.
 #[derive(Clone, Debug)]
 pub struct JwtAuthenticator {
     keys: JwtKeys,
@@ -152,6 +199,9 @@ pub struct JwtAuthenticator {
     resource: String,
     resource_metadata: Option<String>,
     scopes: Vec<String>,
+    types: TokenTypes,
+    leeway: Duration,
+    max_token_bytes: usize,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +213,8 @@ struct AccessClaims {
     sub: Option<String>,
     client_id: Option<String>,
     azp: Option<String>,
+    /// A NumericDate, which may have a fraction (RFC 7519 §2).
+    iat: Option<f64>,
 }
 
 impl JwtAuthenticator {
@@ -175,6 +227,9 @@ impl JwtAuthenticator {
             resource: resource.to_owned(),
             resource_metadata: None,
             scopes: Vec::new(),
+            types: TokenTypes::default(),
+            leeway: DEFAULT_LEEWAY,
+            max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
         }
     }
 
@@ -199,6 +254,28 @@ impl JwtAuthenticator {
         self
     }
 
+    /// The `typ` headers accepted (default: `at+jwt` only, RFC 9068 §4).
+    #[must_use]
+    pub fn token_types(mut self, types: TokenTypes) -> Self {
+        self.types = types;
+        self
+    }
+
+    /// The clock skew tolerated on `exp`, `nbf` and `iat` alike (default
+    /// [`DEFAULT_LEEWAY`]).
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// The longest token read (default [`DEFAULT_MAX_TOKEN_BYTES`]).
+    #[must_use]
+    pub fn max_token_bytes(mut self, max: usize) -> Self {
+        self.max_token_bytes = max;
+        self
+    }
+
     /// A `401` with `WWW-Authenticate: Bearer` naming the metadata and the
     /// scopes (RFC 6750 §3, RFC 9728 §5.1).
     fn refuse(&self, error: Option<&str>) -> Refusal {
@@ -213,22 +290,47 @@ impl JwtAuthenticator {
         }
     }
 
-    fn check(&self, token: &str) -> Result<AccessClaims, String> {
-        let head = decode_header(token).map_err(|e| e.to_string())?;
-        let (key, alg) = match &self.keys {
-            JwtKeys::Hs256(secret) => (
+    /// The key and algorithm a token's header selects: the shared secret
+    /// with HS256 only, or the JWKS key its `kid` names, used only with
+    /// the algorithm that key declares (no algorithm confusion).
+    fn key_for(&self, head: &Header) -> Result<(DecodingKey, Algorithm), String> {
+        match &self.keys {
+            JwtKeys::Hs256(secret) => Ok((
                 DecodingKey::from_secret(secret).map_err(|e| e.to_string())?,
                 Algorithm::HS256,
-            ),
+            )),
             JwtKeys::Jwks(set) => {
                 let kid = head.kid.as_deref().ok_or("token has no kid")?;
                 let jwk = set.find(kid).ok_or("unknown kid")?;
-                (
+                if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+                    return Err("the key is for encryption".into());
+                }
+                if let Some(declared) = jwk.common.key_algorithm
+                    && declared.to_string().parse::<Algorithm>().ok() != Some(head.alg)
+                {
+                    return Err("the token's algorithm is not its key's".into());
+                }
+                Ok((
                     DecodingKey::from_jwk(jwk).map_err(|e| e.to_string())?,
                     head.alg,
-                )
+                ))
             }
-        };
+        }
+    }
+
+    fn check(&self, token: &str) -> Result<AccessClaims, String> {
+        if token.len() > self.max_token_bytes {
+            return Err(format!(
+                "token of {} bytes; at most {}",
+                token.len(),
+                self.max_token_bytes
+            ));
+        }
+        let head = decode_header(token).map_err(|e| e.to_string())?;
+        if !self.types.accepts(head.typ.as_deref()) {
+            return Err(format!("typ {:?} is not an access token's", head.typ));
+        }
+        let (key, alg) = self.key_for(&head)?;
         if head.alg != alg {
             return Err("unexpected algorithm".into());
         }
@@ -236,9 +338,16 @@ impl JwtAuthenticator {
         v.set_issuer(&[&self.issuer]);
         v.set_audience(&[&self.resource]);
         v.set_required_spec_claims(&["exp", "iss", "aud"]);
-        decode::<AccessClaims>(token, &key, &v)
+        v.leeway = self.leeway.as_secs();
+        v.validate_nbf = true;
+        let claims = decode::<AccessClaims>(token, &key, &v)
             .map(|d| d.claims)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let latest = get_current_timestamp().saturating_add(self.leeway.as_secs());
+        if claims.iat.is_some_and(|iat| iat > latest as f64) {
+            return Err("token issued in the future".into());
+        }
+        Ok(claims)
     }
 }
 
@@ -259,9 +368,18 @@ impl Authenticate for JwtAuthenticator {
             tracing::info!(reason = %why, "bearer token refused");
             self.refuse(Some("invalid_token"))
         })?;
-        let client_id = claims.client_id.or(claims.azp).unwrap_or_default();
+        let named = |v: Option<String>| v.filter(|s| !s.is_empty());
+        let client_id = named(claims.client_id)
+            .or_else(|| named(claims.azp))
+            .unwrap_or_default();
         // client_credentials tokens may have no subject: sub = client_id.
-        let subject = claims.sub.unwrap_or_else(|| client_id.clone());
+        let subject = named(claims.sub).unwrap_or_else(|| client_id.clone());
+        if subject.is_empty() {
+            // Every such token would be one principal: one state, one
+            // session binding for all of them.
+            tracing::info!(reason = "no sub and no client_id", "bearer token refused");
+            return Err(self.refuse(Some("invalid_token")));
+        }
         // Scopes are not part of the principal: a step-up mid-flow must not
         // invalidate the flow's state.
         let scopes = claims
@@ -363,8 +481,10 @@ mod tests {
     }
 
     fn hs256(claims: serde_json::Value) -> String {
+        let mut head = Header::new(Algorithm::HS256);
+        head.typ = Some("at+jwt".into());
         encode(
-            &Header::new(Algorithm::HS256),
+            &head,
             &claims,
             &EncodingKey::from_secret(b"0123456789abcdef0123456789abcdef").unwrap(),
         )

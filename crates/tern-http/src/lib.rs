@@ -41,7 +41,10 @@ pub mod fuzzing {
 }
 
 #[cfg(feature = "server")]
-pub use auth::{AnyOf, JwtAuthenticator, JwtKeys, TokenFile};
+pub use auth::{
+    AnyOf, DEFAULT_LEEWAY, DEFAULT_MAX_TOKEN_BYTES, JwtAuthenticator, JwtKeys, TokenFile,
+    TokenTypes,
+};
 #[cfg(feature = "server")]
 pub use listener::{Coalesced, CoalescingListener};
 #[cfg(feature = "server")]

@@ -7,4 +7,5 @@ mod api {
     mod running;
     mod server;
     mod sessions;
+    mod tokens;
 }

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tern_client::Client;
 use tern_server::{
-    Ask, BoxFuture, CallContext, Capabilities, Error, FromCall, Log, Meta, Outcome, Progress,
-    PromptDef, RawArgs, ResourceDef, Resumed, Server, TemplateDef, ToolDef, Uri,
+    Ask, BoxFuture, CallContext, Caller, Capabilities, Error, Flow, FromCall, Log, Meta, Outcome,
+    Progress, PromptDef, RawArgs, ResourceDef, Resumed, Server, TemplateDef, ToolDef, Uri,
 };
 use tern_types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -102,6 +102,8 @@ struct Taken {
     meta: Meta,
     progress: Progress,
     log: Log,
+    caller: Caller,
+    flow: Flow,
 }
 
 impl FromCall for Taken {
@@ -112,6 +114,8 @@ impl FromCall for Taken {
             meta: Meta::from_call(cx)?,
             progress: Progress::from_call(cx)?,
             log: Log::from_call(cx)?,
+            caller: Caller::from_call(cx)?,
+            flow: Flow::from_call(cx)?,
         })
     }
 }
@@ -123,10 +127,14 @@ fn forward(up: &Arc<Upstream>, shared: &Arc<Shared>, t: Taken) -> Forward {
         meta,
         progress,
         log,
+        caller,
+        flow,
     } = t;
     Forward {
         progress,
         log,
+        caller: caller.0,
+        round: flow.round,
         up: up.clone(),
         shared: shared.clone(),
         ask,

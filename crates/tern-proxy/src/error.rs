@@ -1,23 +1,55 @@
 //! How upstream failures reach the client: the upstream's own errors pass
 //! through where their code means the same downstream; the rest get one of
-//! the proxy's two codes, with a message that names the upstream.
+//! the proxy's codes from Tern's registry ([`ErrorCode::APPLICATION`]),
+//! with a message that names the upstream by its configured name. The
+//! upstream's address, command line and transport errors go to the log
+//! only: they describe the proxy's deployment, not the client's call.
+
+use std::time::Duration;
 
 use tern_proto::McpError;
 use tern_types::ErrorCode;
 
 /// The upstream answered with an error the proxy cannot pass on as it is,
-/// or with something that is not a valid response.
-pub const UPSTREAM_ERROR: i64 = -31000;
+/// or with something that is not a valid response
+/// ([`ErrorCode::UPSTREAM_FAILED`]).
+pub const UPSTREAM_ERROR: i64 = ErrorCode::UPSTREAM_FAILED.0;
 
 /// The upstream cannot be reached: it is down, its process exited, or it
-/// did not answer in time. The next call tries it again.
-pub const UPSTREAM_UNAVAILABLE: i64 = -31001;
+/// did not answer in time ([`ErrorCode::UPSTREAM_UNAVAILABLE`]). The next
+/// call tries it again.
+pub const UPSTREAM_UNAVAILABLE: i64 = ErrorCode::UPSTREAM_UNAVAILABLE.0;
 
-pub(crate) fn unavailable(name: &str, why: &str) -> McpError {
+/// A budget of the proxy is reached ([`ErrorCode::PROXY_LIMIT`]): the
+/// caller's share of pending calls, all pending calls, or the bytes of one
+/// held round. `data.limit` says which.
+pub const PROXY_LIMIT: i64 = ErrorCode::PROXY_LIMIT.0;
+
+/// Why an upstream is unavailable, in words that hold nothing of its
+/// address or command.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Gone {
+    /// It could not be started or connected to.
+    Unreachable,
+    /// It did not answer within this long.
+    Silent(Duration),
+    /// The connection or process ended in the middle of the call.
+    Lost,
+}
+
+pub(crate) fn unavailable(name: &str, why: Gone) -> McpError {
+    let why = match why {
+        Gone::Unreachable => "it cannot be reached".to_owned(),
+        Gone::Silent(wait) if wait.subsec_millis() == 0 => {
+            format!("it did not answer within {} s", wait.as_secs())
+        }
+        Gone::Silent(wait) => format!("it did not answer within {} ms", wait.as_millis()),
+        Gone::Lost => "the connection to it was lost".to_owned(),
+    };
     McpError::application(
         UPSTREAM_UNAVAILABLE,
         format!("the upstream server {name:?} is unavailable: {why}"),
-        None,
+        Some(serde_json::json!({ "upstream": name })),
     )
 }
 
@@ -27,17 +59,38 @@ pub(crate) fn is_lost(e: &tern_client::Error) -> bool {
     e.is_transport() || e.is_timeout() || e.is_session_expired()
 }
 
-/// The client's view of an upstream failure.
-pub(crate) fn from_upstream(name: &str, e: &tern_client::Error) -> McpError {
-    if is_lost(e) {
-        return unavailable(name, &e.to_string());
-    }
+fn failed(name: &str, what: &str, data: serde_json::Value) -> McpError {
+    McpError::application(
+        UPSTREAM_ERROR,
+        format!("the upstream server {name:?} {what}"),
+        Some(data),
+    )
+}
+
+/// The client's view of an upstream failure. The full error is logged.
+pub(crate) fn from_upstream(name: &str, e: &tern_client::Error, timeout: Duration) -> McpError {
     let Some(obj) = e.remote_error() else {
-        return McpError::application(
-            UPSTREAM_ERROR,
-            format!("the upstream server {name:?} failed the call: {e}"),
-            None,
-        );
+        tracing::warn!(upstream = %name, error = %e, "the upstream call failed");
+        let data = serde_json::json!({ "upstream": name });
+        return if e.is_timeout() {
+            unavailable(name, Gone::Silent(timeout))
+        } else if is_lost(e) {
+            unavailable(name, Gone::Lost)
+        } else if e.is_unauthorized() {
+            failed(name, "refused the proxy's credentials", data)
+        } else if e.is_round_limit() {
+            failed(
+                name,
+                "asked for more input rounds than the proxy relays",
+                data,
+            )
+        } else {
+            failed(
+                name,
+                "answered with something that is not a valid response",
+                data,
+            )
+        };
     };
     let message = obj.message.clone();
     match obj.code {
@@ -59,16 +112,27 @@ pub(crate) fn from_upstream(name: &str, e: &tern_client::Error) -> McpError {
                 message,
             }
         }
-        code if !code.is_reserved() => McpError::application(code.0, message, obj.data.clone()),
-        code => McpError::application(
-            UPSTREAM_ERROR,
-            format!(
-                "the upstream server {name:?} answered {}: {message}",
-                code.0
-            ),
-            Some(serde_json::json!({ "upstreamCode": code.0 })),
+        // The upstream's own application codes pass through, except the
+        // proxy's: a client must be able to tell "the proxy could not
+        // reach the upstream" from "the upstream said so".
+        code if !code.is_reserved() && !code.is_proxy_own() => {
+            McpError::application(code.0, message, obj.data.clone())
+        }
+        code => failed(
+            name,
+            &format!("answered {}: {message}", code.0),
+            serde_json::json!({ "upstream": name, "upstreamCode": code.0 }),
         ),
     }
+}
+
+/// A budget of the proxy reached; `limit` names it for the client.
+pub(crate) fn limit(message: String, limit: &str) -> McpError {
+    McpError::application(
+        PROXY_LIMIT,
+        message,
+        Some(serde_json::json!({ "limit": limit })),
+    )
 }
 
 /// The requests a retry must answer again: a proxy restarted, or another

@@ -20,11 +20,16 @@
 //!   kept and each listed resource says its server in `_meta`.
 //!
 //! Whatever the upstream's state, the client sees only the proxy's: the
-//! upstream's `requestState` and the upstream it belongs to travel inside
-//! the proxy's sealed state, bound to the principal, the method and the
-//! parameters digest (SECURITY.md §3), so a retry goes back to the upstream
-//! that asked and a client can neither redirect nor read nor alter it. The
-//! proxy's own round ceiling and size limits apply at the edge.
+//! upstream's exact `requestState`, its questions and the upstream it
+//! belongs to travel inside the proxy's sealed state, bound to the
+//! principal, the method and the parameters digest (SECURITY.md §3), so a
+//! retry goes back to the upstream that asked and a client can neither
+//! redirect nor read nor alter it. A round too large to seal (over
+//! [`MAX_SEALED_ROUND`] bytes: a large form schema, a large upstream state)
+//! is held in the proxy instead, bound to the principal, and only its
+//! random id and digest are sealed. The answers are pinned to the
+//! questions by digest either way (MRTR-S8, SECURITY.md §3.8). The proxy's
+//! own round ceiling and the budgets of [`ProxyOptions`] apply at the edge.
 
 mod catalog;
 mod error;
@@ -38,22 +43,38 @@ use std::time::Duration;
 use tern_server::{BuildError, Server, ServerBuilder};
 
 pub use catalog::UPSTREAM_META;
-pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
+pub use error::{PROXY_LIMIT, UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
 pub use upstream::{Connect, ConnectFuture};
 
 use crate::parked::Parked;
 use crate::upstream::Upstream;
 
-/// How the proxy bounds what it holds for its clients.
+/// How the proxy bounds what it holds for its clients (its budgets).
+///
+/// Between two rounds of a call the proxy may hold something for the
+/// caller: a 2025-11-25 upstream's call waiting for an answer, or a
+/// 2026-07-28 upstream's round too large to seal into the proxy's state
+/// (over [`MAX_SEALED_ROUND`] bytes). Each is a *pending call*: it counts
+/// against the caller's share and the total, lives for `pending_ttl`, and
+/// is dropped (a call so cancelled upstream) when that ends or when the
+/// retry comes. At a limit the call is refused with
+/// [`PROXY_LIMIT`](crate::PROXY_LIMIT) and nothing is held.
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
-    /// How long a pending upstream call (a 2025-11-25 upstream's request
-    /// waiting for the client's retry) is kept before it is cancelled
-    /// (default 600 s, a state's lifetime).
+    /// How long a pending call is kept for the client's retry before it is
+    /// dropped (default 600 s, a state's lifetime).
     pub pending_ttl: Duration,
-    /// The most pending upstream calls held at once (default 1024); a call
-    /// that would need one more is refused.
+    /// The most pending calls held at once, for all callers together
+    /// (default 1024).
     pub max_pending: usize,
+    /// The most pending calls one principal may hold (default `None`: a
+    /// quarter of `max_pending`, at least 1), so that one caller cannot
+    /// fill the pool for everyone. Without authentication every caller is
+    /// the same principal.
+    pub max_pending_per_principal: Option<usize>,
+    /// The most bytes of one upstream round the proxy holds (its state and
+    /// its questions, default 256 KiB); a larger round fails the call.
+    pub max_round_bytes: usize,
     /// How long the proxy waits for an upstream's next step: its result,
     /// its next request, or any one answer (default 300 s).
     pub upstream_timeout: Duration,
@@ -64,15 +85,36 @@ impl Default for ProxyOptions {
         ProxyOptions {
             pending_ttl: Duration::from_secs(600),
             max_pending: 1024,
+            max_pending_per_principal: None,
+            max_round_bytes: 256 * 1024,
             upstream_timeout: Duration::from_secs(300),
         }
     }
 }
 
+impl ProxyOptions {
+    /// The share of pending calls one principal may hold.
+    pub fn per_principal(&self) -> usize {
+        self.max_pending_per_principal
+            .unwrap_or(self.max_pending / 4)
+            .max(1)
+    }
+}
+
+/// The largest upstream round the proxy seals into its own state (the
+/// upstream's state and questions, encoded): the server's continuation cap
+/// is 4 KiB (SECURITY.md §3.4), less room for the framework's own. A
+/// larger round is held in the proxy as a pending call, so a retry must
+/// reach the same proxy process.
+pub const MAX_SEALED_ROUND: usize = relay::MAX_CONT;
+
 /// What the handlers of every upstream share.
 pub(crate) struct Shared {
     pub(crate) options: ProxyOptions,
     pub(crate) parked: Parked,
+    /// The proxy server's round ceiling: nothing is held for a round the
+    /// server will refuse to issue.
+    pub(crate) max_rounds: u8,
 }
 
 /// Builds a [`Proxy`].
@@ -122,11 +164,29 @@ impl ProxyBuilder {
         if self.upstreams.is_empty() {
             return Err(BuildError::new("a proxy needs at least one upstream"));
         }
+        let o = &self.options;
+        if o.max_pending == 0 || o.max_round_bytes == 0 || o.pending_ttl.is_zero() {
+            return Err(BuildError::new(
+                "the pending-call limits, lifetime and round size must be above 0",
+            ));
+        }
+        if o.max_pending_per_principal
+            .is_some_and(|n| n == 0 || n > o.max_pending)
+        {
+            return Err(BuildError::new(
+                "the pending calls per principal must be between 1 and the total",
+            ));
+        }
         let prefixed = self.upstreams.len() > 1;
         let timeout = self.options.upstream_timeout;
         let server = self.server.build()?;
         let shared = Arc::new(Shared {
-            parked: Parked::new(self.options.max_pending),
+            parked: Parked::new(
+                self.options.max_pending,
+                self.options.per_principal(),
+                self.options.pending_ttl,
+            ),
+            max_rounds: server.config().max_rounds,
             options: self.options,
         });
         let upstreams = self
@@ -207,8 +267,13 @@ impl Proxy {
         }
     }
 
-    /// How many upstream calls are waiting for a client's retry.
+    /// How many pending calls wait for a client's retry.
     pub fn pending_calls(&self) -> usize {
         self.shared.parked.len()
+    }
+
+    /// How many of them `principal` holds.
+    pub fn pending_calls_of(&self, principal: &tern_proto::Principal) -> usize {
+        self.shared.parked.held_by(principal)
     }
 }

@@ -1,15 +1,18 @@
-//! Calls to 2025-11-25 upstreams that wait for the client: the upstream
-//! sent a request in the middle of a call, the proxy answered its own
-//! client with `input_required`, and the upstream call is held here until
-//! the retry brings the answer (or its lifetime ends).
+//! What waits in the proxy for a client's retry: calls to 2025-11-25
+//! upstreams (the upstream sent a request in the middle of a call, the
+//! proxy answered its own client with `input_required`, and the upstream
+//! call is held here until the retry brings the answer), and 2026-07-28
+//! upstream rounds too large to seal. Both are bounded per principal and
+//! in total, and dropped when their lifetime ends.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tern_client::{BoxFuture, CancelToken, InputContext, InputKinds, InputProvider, Refusal};
+use tern_proto::Principal;
 use tern_types::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams, ElicitRequestParams,
     ElicitRequestUrlParams, ElicitResult, ListRootsResult,
@@ -113,7 +116,6 @@ pub(crate) struct Call {
     pub(crate) reply: Option<oneshot::Sender<Value>>,
     pub(crate) events: mpsc::Receiver<Event>,
     pub(crate) cancel: CancelToken,
-    pub(crate) expires: Instant,
 }
 
 impl Drop for Call {
@@ -125,64 +127,155 @@ impl Drop for Call {
     }
 }
 
-/// The pending calls, bounded.
+/// A 2026-07-28 upstream's round too large for the proxy's sealed state:
+/// what the retry needs besides what it carries itself (its parameters).
+pub(crate) struct KeptRound {
+    pub(crate) upstream: String,
+    /// The digest the sealed state names, over `round`.
+    pub(crate) digest: String,
+    pub(crate) round: crate::relay::UpRound,
+}
+
+/// What the proxy holds for a client between two of its rounds.
+pub(crate) enum Kept {
+    /// A 2025-11-25 upstream's call waiting for an answer.
+    Call(Call),
+    /// A 2026-07-28 upstream's round waiting for the retry.
+    Round(KeptRound),
+}
+
+impl Kept {
+    fn upstream(&self) -> &str {
+        match self {
+            Kept::Call(c) => &c.upstream,
+            Kept::Round(r) => &r.upstream,
+        }
+    }
+}
+
+/// Which budget refused to hold one more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// The caller holds its share already.
+    Principal,
+    /// The proxy holds as many as it may for everyone.
+    Total,
+}
+
+struct Slot {
+    principal: Principal,
+    expires: Instant,
+    kept: Kept,
+}
+
+#[derive(Default)]
+struct Table {
+    slots: HashMap<String, Slot>,
+    /// How many slots each principal holds.
+    counts: HashMap<Principal, usize>,
+}
+
+impl Table {
+    fn remove(&mut self, id: &str) -> Option<Slot> {
+        let slot = self.slots.remove(id)?;
+        if let Some(n) = self.counts.get_mut(&slot.principal) {
+            *n -= 1;
+            if *n == 0 {
+                self.counts.remove(&slot.principal);
+            }
+        }
+        Some(slot)
+    }
+}
+
+/// What the proxy holds between rounds, bounded in total and per
+/// principal, each entry for a lifetime after which it is dropped.
 pub(crate) struct Parked {
-    calls: Mutex<HashMap<String, Call>>,
+    table: Mutex<Table>,
     max: usize,
+    per_principal: usize,
+    ttl: Duration,
 }
 
 impl Parked {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, per_principal: usize, ttl: Duration) -> Self {
         Parked {
-            calls: Mutex::new(HashMap::new()),
+            table: Mutex::default(),
             max,
+            per_principal,
+            ttl,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.lock().slots.len()
     }
 
-    /// Holds `call`; false when the table is full (the call is dropped, and
-    /// so cancelled).
-    pub(crate) fn hold(&self, call: Call) -> bool {
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        if calls.len() >= self.max {
-            drop(calls);
-            drop(call);
-            return false;
+    /// How many entries `principal` holds.
+    pub(crate) fn held_by(&self, principal: &Principal) -> usize {
+        self.lock().counts.get(principal).copied().unwrap_or(0)
+    }
+
+    /// Holds `kept` under `id` for `principal`, for the lifetime; refused
+    /// when the principal's share or the whole table is full (the entry is
+    /// dropped, and a call so cancelled).
+    pub(crate) fn hold(&self, id: String, principal: &Principal, kept: Kept) -> Result<(), Full> {
+        let mut table = self.lock();
+        let mine = table.counts.get(principal).copied().unwrap_or(0);
+        let full = if mine >= self.per_principal {
+            Some(Full::Principal)
+        } else if table.slots.len() >= self.max {
+            Some(Full::Total)
+        } else {
+            None
+        };
+        if let Some(full) = full {
+            drop(table);
+            drop(kept);
+            return Err(full);
         }
-        calls.insert(call.id.clone(), call);
-        true
+        *table.counts.entry(principal.clone()).or_default() += 1;
+        let slot = Slot {
+            principal: principal.clone(),
+            expires: now() + self.ttl,
+            kept,
+        };
+        table.slots.insert(id, slot);
+        Ok(())
     }
 
-    /// Takes the call `id` out, if it is still held and alive.
-    pub(crate) fn take(&self, id: &str) -> Option<Call> {
-        let call = self
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id)?;
-        (call.expires > now()).then_some(call)
+    /// Takes the entry `id` out, if it is still held, alive and
+    /// `principal`'s. Another principal's entry stays where it is.
+    pub(crate) fn take(&self, id: &str, principal: &Principal) -> Option<Kept> {
+        let slot = {
+            let mut table = self.lock();
+            if table.slots.get(id)?.principal != *principal {
+                return None;
+            }
+            table.remove(id)?
+        };
+        (slot.expires > now()).then_some(slot.kept)
     }
 
-    /// Drops (and so cancels) every call past its lifetime.
+    /// Drops (and so cancels) every entry past its lifetime.
     pub(crate) fn sweep(&self) {
         let now = now();
-        let expired: Vec<Call> = {
-            let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-            let ids: Vec<String> = calls
+        let expired: Vec<Slot> = {
+            let mut table = self.lock();
+            let ids: Vec<String> = table
+                .slots
                 .iter()
-                .filter(|(_, c)| c.expires <= now)
+                .filter(|(_, s)| s.expires <= now)
                 .map(|(id, _)| id.clone())
                 .collect();
-            ids.iter().filter_map(|id| calls.remove(id)).collect()
+            ids.iter().filter_map(|id| table.remove(id)).collect()
         };
-        for call in expired {
-            tracing::info!(upstream = %call.upstream, "a pending upstream call expired and was cancelled");
+        for slot in expired {
+            tracing::info!(upstream = %slot.kept.upstream(), "a pending upstream call expired and was dropped");
         }
     }
 }

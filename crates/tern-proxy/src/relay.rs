@@ -1,26 +1,91 @@
 //! One forwarded call, round by round.
 //!
-//! A 2026-07-28 upstream is stateless: its pending call (state, requests,
-//! params) rides in the proxy's own sealed state, and each retry resumes it.
-//! A 2025-11-25 upstream asks in the middle of a call: the call runs in a
-//! task of its own, held in [`Parked`](crate::parked::Parked) while the
+//! A 2026-07-28 upstream is stateless: its open round (its exact state and
+//! its questions) rides in the proxy's own sealed state, and each retry
+//! resumes it with the retry's own parameters, which the state binds to
+//! the first round's. A round too large to seal is held in
+//! [`Parked`](crate::parked::Parked) for the caller instead, and only its
+//! id and digest are sealed. A 2025-11-25 upstream asks in the middle of a
+//! call: the call runs in a task of its own, held in `Parked` while the
 //! client answers; only its random id rides in the sealed state.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tern_client::{CallOptions, CancelToken, Era, FlowResult, PendingCall, Step};
-use tern_proto::McpError;
+use tern_proto::{McpError, Principal};
 use tern_seal::random_bytes;
 use tern_server::{Ask, Error, IntoOutcome, Json, Log, Need, Outcome, Pending, Progress};
 use tern_types::{ClientCapabilities, InputRequests, InputResponses, Notification};
 use tokio::sync::mpsc;
 
 use crate::Shared;
-use crate::error::{UPSTREAM_ERROR, foreign, from_upstream, is_lost, not_held, unavailable};
-use crate::parked::{Call, EVENTS, Event, now};
+use crate::error::{
+    Gone, UPSTREAM_ERROR, foreign, from_upstream, is_lost, limit, not_held, unavailable,
+};
+use crate::parked::{Call, EVENTS, Event, Full, Kept, KeptRound};
 use crate::upstream::{Live, Upstream};
+
+/// A 2026-07-28 upstream's open round: what resuming it needs besides the
+/// call's parameters, which every retry carries itself.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct UpRound {
+    /// The upstream's round number.
+    n: u32,
+    /// The upstream's `requestState`, byte for byte (MRTR-C5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
+    /// The upstream's questions under its keys; the answers to them are
+    /// pinned by digest in the proxy's state (MRTR-S8).
+    #[serde(default)]
+    requests: InputRequests,
+}
+
+impl UpRound {
+    fn of<T>(p: &PendingCall<T>) -> Self {
+        UpRound {
+            n: p.round(),
+            state: p.request_state().map(str::to_owned),
+            requests: p.input_requests().clone(),
+        }
+    }
+
+    /// The pending call to resume, with the retry's `params`.
+    fn pending<T: FlowResult>(
+        self,
+        params: Map<String, Value>,
+    ) -> Result<PendingCall<T>, McpError> {
+        serde_json::from_value(json!({
+            "method": T::METHOD,
+            "params": params,
+            "round": self.n,
+            "requestState": self.state,
+            "inputRequests": self.requests,
+        }))
+        .map_err(|e| McpError::Internal(format!("pending call: {e}")))
+    }
+
+    /// SHA-256 over the round's canonical form, in hex: what the sealed
+    /// state says a held round must be.
+    fn digest(&self) -> Result<String, McpError> {
+        let value = serde_json::to_value(self)
+            .map_err(|e| McpError::Internal(format!("pending round: {e}")))?;
+        let d = tern_seal::canonical::digest(&value)
+            .map_err(|e| McpError::Internal(format!("pending round: {e}")))?;
+        Ok(hex(&d))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A random id for something held: 128 bits, secret, travelling only
+/// inside the proxy's sealed state.
+fn new_id() -> String {
+    hex(&random_bytes::<16>())
+}
 
 /// What the proxy seals with its `input_required` result. The upstream it
 /// belongs to is checked against the route the retry arrives on, besides
@@ -28,15 +93,30 @@ use crate::upstream::{Live, Upstream};
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "via", rename_all = "lowercase")]
 pub(crate) enum Cont {
-    /// A 2026-07-28 upstream's round: its pending call, byte for byte.
-    State { up: String, call: Value },
+    /// A 2026-07-28 upstream's round, whole.
+    State { up: String, round: UpRound },
+    /// A 2026-07-28 upstream's round held in this proxy: its id, and the
+    /// digest of what is held.
+    Kept {
+        up: String,
+        id: String,
+        digest: String,
+    },
     /// A call held in this proxy: its id and how many requests it made.
     Held { up: String, id: String, asked: u32 },
 }
 
+impl Cont {
+    fn upstream(&self) -> &str {
+        match self {
+            Cont::State { up, .. } | Cont::Kept { up, .. } | Cont::Held { up, .. } => up,
+        }
+    }
+}
+
 /// The largest continuation the proxy seals (the server's cap is 4 KiB,
 /// SECURITY.md §3.4; a little is left for the framework's own).
-const MAX_CONT: usize = 3800;
+pub(crate) const MAX_CONT: usize = 3800;
 
 /// One call on its way upstream.
 pub(crate) struct Forward {
@@ -47,6 +127,10 @@ pub(crate) struct Forward {
     pub(crate) traceparent: Option<String>,
     pub(crate) progress: Progress,
     pub(crate) log: Log,
+    /// Who asks: what the proxy holds for the call is theirs.
+    pub(crate) caller: Principal,
+    /// The downstream round this request answers (0 for a first call).
+    pub(crate) round: u8,
 }
 
 impl Forward {
@@ -104,6 +188,12 @@ impl Forward {
         params: Map<String, Value>,
         resumed: Option<Cont>,
     ) -> Result<Outcome, Error> {
+        if resumed
+            .as_ref()
+            .is_some_and(|c| c.upstream() != self.up.name)
+        {
+            return Err(foreign().into());
+        }
         match resumed {
             None => {
                 let live = self.up.client().await?;
@@ -113,52 +203,99 @@ impl Forward {
                 let step = live.client.once_with::<T>(params, &self.options()).await;
                 self.stepped(&live, step).await
             }
-            Some(Cont::State { up, call }) => {
-                if up != self.up.name {
-                    return Err(foreign().into());
-                }
-                let pending: PendingCall<T> =
-                    serde_json::from_value(call).map_err(|_| Error::from(foreign()))?;
-                let answers = self.ask.all(needs(pending.input_requests())?)?;
-                let mut responses = InputResponses::new();
-                for ((key, _), answer) in pending.input_requests().iter().zip(answers) {
-                    responses.insert_raw(key, answer);
-                }
-                let live = self.up.client().await?;
-                let step = live
-                    .client
-                    .resume_with(pending, responses, &self.options())
-                    .await;
-                self.stepped(&live, step).await
+            Some(Cont::State { round, .. }) => {
+                let answers = self.ask.all(needs(&round.requests)?)?;
+                self.resume::<T>(params, round, answers).await
             }
-            Some(Cont::Held { up, id, asked }) => {
-                if up != self.up.name {
-                    return Err(foreign().into());
-                }
-                // Taken out: a second retry with the same state finds
-                // nothing (single use of the held call).
-                let Some(mut call) = self.shared.parked.take(&id) else {
-                    return Err(not_held().into());
+            Some(Cont::Kept { id, digest, .. }) => self.resume_kept::<T>(params, id, digest).await,
+            Some(Cont::Held { id, asked, .. }) => self.resume_held(id, asked).await,
+        }
+    }
+
+    /// Sends the client's `answers` to the upstream's `round` (one under
+    /// each of its keys, in order).
+    async fn resume<T: FlowResult + Serialize>(
+        &self,
+        params: Map<String, Value>,
+        round: UpRound,
+        answers: Vec<Value>,
+    ) -> Result<Outcome, Error> {
+        let mut responses = InputResponses::new();
+        for ((key, _), answer) in round.requests.iter().zip(answers) {
+            responses.insert_raw(key, answer);
+        }
+        let pending = round.pending::<T>(params)?;
+        let live = self.up.client().await?;
+        let step = live
+            .client
+            .resume_with(pending, responses, &self.options())
+            .await;
+        self.stepped(&live, step).await
+    }
+
+    /// Resumes a round held in this proxy: taken out (single use), checked
+    /// against the digest the state names, and held again when the retry
+    /// lacks answers.
+    async fn resume_kept<T: FlowResult + Serialize>(
+        &self,
+        params: Map<String, Value>,
+        id: String,
+        digest: String,
+    ) -> Result<Outcome, Error> {
+        let Some(Kept::Round(kept)) = self.shared.parked.take(&id, &self.caller) else {
+            return Err(not_held().into());
+        };
+        if kept.digest != digest || kept.upstream != self.up.name {
+            return Err(not_held().into());
+        }
+        match self.ask.all(needs(&kept.round.requests)?) {
+            Ok(answers) => self.resume::<T>(params, kept.round, answers).await,
+            Err(Error::Input(p)) => {
+                let cont = Cont::Kept {
+                    up: self.up.name.clone(),
+                    id: id.clone(),
+                    digest,
                 };
-                if call.asked != asked {
-                    return Err(not_held().into());
-                }
-                let need = Need::input(&call.key, call.request.clone())?;
-                let answer = match self.ask.all(vec![need]) {
-                    Ok(mut a) => a.pop().unwrap_or(Value::Null),
-                    Err(Error::Input(p)) => {
-                        // Retried without the answer: asked again, still held.
-                        let cont = Cont::Held { up, id, asked };
-                        return self.hold(call, p, &cont);
-                    }
-                    Err(e) => return Err(e),
-                };
-                if let Some(reply) = call.reply.take() {
-                    let _ = reply.send(answer);
-                }
-                self.next_event(call).await
+                self.park(id, Kept::Round(kept), p, &cont)
+            }
+            Err(e) => {
+                // A malformed answer: the round stays for a corrected
+                // retry, as a sealed one would.
+                let _ = self.shared.parked.hold(id, &self.caller, Kept::Round(kept));
+                Err(e)
             }
         }
+    }
+
+    /// Answers the open request of a call held in this proxy, and waits for
+    /// what the call does next.
+    async fn resume_held(&self, id: String, asked: u32) -> Result<Outcome, Error> {
+        // Taken out: a second retry with the same state finds nothing
+        // (single use of the held call).
+        let Some(Kept::Call(mut call)) = self.shared.parked.take(&id, &self.caller) else {
+            return Err(not_held().into());
+        };
+        if call.asked != asked {
+            return Err(not_held().into());
+        }
+        let need = Need::input(&call.key, call.request.clone())?;
+        let answer = match self.ask.all(vec![need]) {
+            Ok(mut a) => a.pop().unwrap_or(Value::Null),
+            Err(Error::Input(p)) => {
+                // Retried without the answer: asked again, still held.
+                let cont = Cont::Held {
+                    up: self.up.name.clone(),
+                    id: id.clone(),
+                    asked,
+                };
+                return self.park(id, Kept::Call(call), p, &cont);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(reply) = call.reply.take() {
+            let _ = reply.send(answer);
+        }
+        self.next_event(call).await
     }
 
     /// What a 2026-07-28 upstream's answer becomes downstream.
@@ -170,14 +307,9 @@ impl Forward {
         match step {
             Ok(Step::Complete(result)) => Ok(Json(result).into_outcome()),
             Ok(Step::Pending(pending)) => {
-                let needs = needs(pending.input_requests())?;
-                let call = serde_json::to_value(&pending)
-                    .map_err(|e| McpError::Internal(format!("pending call: {e}")))?;
-                let cont = Cont::State {
-                    up: self.up.name.clone(),
-                    call,
-                };
-                let round = if needs.is_empty() {
+                let round = UpRound::of(&pending);
+                let needs = needs(&round.requests)?;
+                let asked = if needs.is_empty() {
                     Pending::state_only()
                 } else {
                     match self.ask.again_all(needs) {
@@ -185,15 +317,90 @@ impl Forward {
                         other => return Err(other),
                     }
                 };
-                Err(Error::Input(sealable(round, &cont, &self.up.name)?))
+                self.seal_or_keep(round, asked)
             }
             Err(e) => {
                 if is_lost(&e) {
                     self.up.lost(live).await;
                 }
-                Err(from_upstream(&self.up.name, &e).into())
+                Err(self.failure(&e).into())
             }
         }
+    }
+
+    fn failure(&self, e: &tern_client::Error) -> McpError {
+        from_upstream(&self.up.name, e, self.shared.options.upstream_timeout)
+    }
+
+    /// Asks `asked` with the upstream's `round` sealed in the proxy's state,
+    /// or, when it is too large for it, held in the proxy for the caller
+    /// with only its id and digest sealed.
+    fn seal_or_keep(&self, round: UpRound, asked: Pending) -> Result<Outcome, Error> {
+        let up = self.up.name.clone();
+        let cont = Cont::State { up, round };
+        let len = serde_json::to_vec(&cont).map_or(usize::MAX, |v| v.len());
+        if len <= MAX_CONT {
+            return Err(Error::Input(asked.with_continuation(&cont)));
+        }
+        let Cont::State { up, round } = cont else {
+            return Err(McpError::Internal("the round changed its kind".into()).into());
+        };
+        let max = self.shared.options.max_round_bytes;
+        if len > max {
+            return Err(limit(
+                format!(
+                    "the round of the upstream server {up:?} is larger than the proxy holds ({len} bytes; at most {max})"
+                ),
+                "roundBytes",
+            )
+            .into());
+        }
+        let digest = round.digest()?;
+        let id = new_id();
+        let cont = Cont::Kept {
+            up: up.clone(),
+            id: id.clone(),
+            digest: digest.clone(),
+        };
+        let kept = KeptRound {
+            upstream: up,
+            digest,
+            round,
+        };
+        self.park(id, Kept::Round(kept), asked, &cont)
+    }
+
+    /// Holds `kept` for the caller under `id` and asks `asked`, with `cont`
+    /// sealed. Nothing is held for a round the server will not issue (past
+    /// its round ceiling: the client gets "too many input rounds"), nor past
+    /// a budget (the client gets -31003 and `kept` is dropped: a call so
+    /// cancelled upstream).
+    fn park(&self, id: String, kept: Kept, asked: Pending, cont: &Cont) -> Result<Outcome, Error> {
+        if self.round.saturating_add(1) > self.shared.max_rounds {
+            drop(kept);
+            return Err(Error::Input(asked));
+        }
+        if let Err(full) = self.shared.parked.hold(id, &self.caller, kept) {
+            let o = &self.shared.options;
+            let e = match full {
+                Full::Principal => limit(
+                    format!(
+                        "this caller holds {} pending calls at the proxy, as many as one caller may; answer or abandon one first",
+                        o.per_principal()
+                    ),
+                    "pendingPerPrincipal",
+                ),
+                Full::Total => limit(
+                    format!(
+                        "the proxy holds {} pending calls, as many as it may; try again later",
+                        o.max_pending
+                    ),
+                    "pendingTotal",
+                ),
+            };
+            return Err(e.into());
+        }
+        Err(Error::Input(asked.with_continuation(cont)))
     }
 
     /// Starts a call to a 2025-11-25 upstream in a task of its own, and
@@ -220,12 +427,8 @@ impl Forward {
             };
             let _ = done.send(Event::Done(out)).await;
         }));
-        let id: String = random_bytes::<16>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
         let call = Call {
-            id,
+            id: new_id(),
             upstream: self.up.name.clone(),
             live,
             asked: 0,
@@ -234,7 +437,6 @@ impl Forward {
             reply: None,
             events: rx,
             cancel,
-            expires: now() + self.shared.options.pending_ttl,
         };
         self.next_event(call).await
     }
@@ -244,17 +446,17 @@ impl Forward {
         let wait = self.shared.options.upstream_timeout;
         let event = match tokio::time::timeout(wait, call.events.recv()).await {
             Err(_) => {
-                return Err(unavailable(
-                    &self.up.name,
-                    &format!("no answer within {} s", wait.as_secs()),
-                )
-                .into());
+                tracing::warn!(upstream = %self.up.name, "the upstream's call did not go on in time; it is cancelled");
+                return Err(unavailable(&self.up.name, Gone::Silent(wait)).into());
             }
             Ok(None) => {
                 return Err(McpError::application(
                     UPSTREAM_ERROR,
-                    format!("the call to {:?} ended without a result", self.up.name),
-                    None,
+                    format!(
+                        "the upstream server {:?} ended the call without a result",
+                        self.up.name
+                    ),
+                    Some(json!({ "upstream": self.up.name })),
                 )
                 .into());
             }
@@ -266,14 +468,13 @@ impl Forward {
                 if is_lost(&e) {
                     self.up.lost(&call.live).await;
                 }
-                Err(from_upstream(&self.up.name, &e).into())
+                Err(self.failure(&e).into())
             }
             Event::Asked { request, reply } => {
                 call.asked += 1;
                 call.key = key_for(&request, call.asked);
                 call.request = request;
                 call.reply = Some(reply);
-                call.expires = now() + self.shared.options.pending_ttl;
                 let need = Need::input(&call.key, call.request.clone())?;
                 let round = match self.ask.again_all(vec![need]) {
                     Error::Input(p) => p,
@@ -286,22 +487,9 @@ impl Forward {
                     id: call.id.clone(),
                     asked: call.asked,
                 };
-                self.hold(call, round, &cont)
+                self.park(call.id.clone(), Kept::Call(call), round, &cont)
             }
         }
-    }
-
-    fn hold(&self, call: Call, round: Pending, cont: &Cont) -> Result<Outcome, Error> {
-        let round = sealable(round, cont, &self.up.name)?;
-        if !self.shared.parked.hold(call) {
-            return Err(McpError::application(
-                UPSTREAM_ERROR,
-                "the proxy holds as many pending calls as it may; try again later",
-                None,
-            )
-            .into());
-        }
-        Err(Error::Input(round))
     }
 }
 
@@ -328,20 +516,4 @@ fn key_for(request: &Value, asked: u32) -> String {
     } else {
         format!("{method}#{asked}")
     }
-}
-
-/// `round` with `cont` to seal, unless `cont` is too large for the state.
-fn sealable(round: Pending, cont: &Cont, up: &str) -> Result<Pending, Error> {
-    let len = serde_json::to_vec(cont).map_or(usize::MAX, |v| v.len());
-    if len > MAX_CONT {
-        return Err(McpError::application(
-            UPSTREAM_ERROR,
-            format!(
-                "the round of {up:?} is too large for the proxy's state ({len} bytes; at most {MAX_CONT})"
-            ),
-            None,
-        )
-        .into());
-    }
-    Ok(round.with_continuation(cont))
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tern_client::{Client, ClientBuilder, EraPolicy};
 use tern_server::Server;
 
-use crate::error::unavailable;
+use crate::error::{Gone, unavailable};
 use crate::parked::Relaying;
 
 /// What a [`Connect`] returns.
@@ -105,19 +105,20 @@ impl Upstream {
         if let Some(l) = live.as_ref() {
             return Ok(l.clone());
         }
-        let builder = (self.connect)()
-            .await
-            .map_err(|e| unavailable(&self.name, &e))?;
+        let builder = (self.connect)().await.map_err(|e| {
+            tracing::warn!(upstream = %self.name, error = %e, "cannot reach the upstream");
+            unavailable(&self.name, Gone::Unreachable)
+        })?;
         let client = builder
             .era(EraPolicy::Auto)
             .provider(Relaying)
             .max_rounds(u32::from(u8::MAX))
             .request_timeout(self.request_timeout)
             .build();
-        client
-            .connect()
-            .await
-            .map_err(|e| unavailable(&self.name, &e.to_string()))?;
+        client.connect().await.map_err(|e| {
+            tracing::warn!(upstream = %self.name, error = %e, "cannot connect to the upstream");
+            unavailable(&self.name, Gone::Unreachable)
+        })?;
         let generation = {
             let mut g = self
                 .generation

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use tern_proto::accept::RequestMeta;
 use tern_proto::{McpError, Principal};
 use tern_types::methods::Method;
-use tern_types::{ClientCapabilities, RequestId};
+use tern_types::{ClientCapabilities, ErrorCode, RequestId};
 
 use crate::ask::Ask;
 use crate::notify::{Log, Progress, Sink};
@@ -190,7 +190,7 @@ impl FromCall for Authenticated {
             Ok(Authenticated(cx.principal.clone()))
         } else {
             Err(Outcome::Error(McpError::application(
-                -31401,
+                ErrorCode::AUTHENTICATION_REQUIRED.0,
                 "This operation needs an authenticated caller",
                 None,
             )))

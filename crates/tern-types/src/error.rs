@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use crate::capabilities::ClientCapabilities;
 
-/// A JSON-RPC error code. The constants are the only codes Tern emits from the
-/// reserved ranges (ERR-2); application codes must lie outside
-/// `-32768..=-32000` (ERR-5).
+/// A JSON-RPC error code. The constants of the reserved range are the only
+/// codes Tern emits from it (ERR-2); Tern's application codes lie outside
+/// `-32768..=-32000` (ERR-5) and are listed, each with one meaning, in
+/// [`ErrorCode::APPLICATION`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ErrorCode(pub i64);
@@ -36,11 +37,81 @@ impl ErrorCode {
     /// from older servers (ERR-C4).
     pub const LEGACY_RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
+    /// The proxy's upstream answered with an error the proxy cannot pass on
+    /// as it is (a reserved code, or one of the proxy's own), or with
+    /// something that is not a valid response.
+    pub const UPSTREAM_FAILED: ErrorCode = ErrorCode(-31000);
+    /// The person declined or cancelled what a tool, prompt or resource
+    /// asked for (the reference workload of `tern serve`, the conformance
+    /// fixtures).
+    pub const DECLINED: ErrorCode = ErrorCode(-31001);
+    /// The proxy's upstream cannot be reached: it is down, its process
+    /// exited, or it did not answer in time.
+    pub const UPSTREAM_UNAVAILABLE: ErrorCode = ErrorCode(-31002);
+    /// The proxy holds as much for this caller (or for all callers) as its
+    /// budget allows: pending calls, or the bytes of one held round.
+    pub const PROXY_LIMIT: ErrorCode = ErrorCode(-31003);
+    /// The operation needs an authenticated caller and the request had
+    /// none (`tern_server::Authenticated`).
+    pub const AUTHENTICATION_REQUIRED: ErrorCode = ErrorCode(-31401);
+
+    /// The registry of every application code Tern emits: one number, one
+    /// name, one meaning. Codes outside it come from the application (or
+    /// from a proxied upstream, passed through).
+    pub const APPLICATION: &'static [ApplicationCode] = &[
+        ApplicationCode {
+            code: ErrorCode::UPSTREAM_FAILED,
+            name: "upstream_failed",
+            meaning: "a proxied upstream answered with an error the proxy cannot pass on, or with an invalid response",
+        },
+        ApplicationCode {
+            code: ErrorCode::DECLINED,
+            name: "declined",
+            meaning: "the person declined or cancelled the input a reference-workload or conformance-fixture route asked for",
+        },
+        ApplicationCode {
+            code: ErrorCode::UPSTREAM_UNAVAILABLE,
+            name: "upstream_unavailable",
+            meaning: "a proxied upstream cannot be reached, exited, or did not answer in time",
+        },
+        ApplicationCode {
+            code: ErrorCode::PROXY_LIMIT,
+            name: "proxy_limit",
+            meaning: "the proxy's budget is reached: pending calls per principal or in total, or the bytes of one held round",
+        },
+        ApplicationCode {
+            code: ErrorCode::AUTHENTICATION_REQUIRED,
+            name: "authentication_required",
+            meaning: "the route needs an authenticated caller",
+        },
+    ];
+
+    /// Whether a proxy emits this code itself: an upstream's error with
+    /// such a code could be mistaken for the proxy's and is not passed
+    /// through as it is.
+    pub fn is_proxy_own(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::UPSTREAM_FAILED | ErrorCode::UPSTREAM_UNAVAILABLE | ErrorCode::PROXY_LIMIT
+        )
+    }
+
     /// Whether the code lies in the range JSON-RPC and MCP reserve
     /// (`-32768..=-32000`), which applications must not use (ERR-5).
     pub fn is_reserved(self) -> bool {
         (-32768..=-32000).contains(&self.0)
     }
+}
+
+/// One entry of [`ErrorCode::APPLICATION`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApplicationCode {
+    /// The code, outside the reserved range (ERR-5).
+    pub code: ErrorCode,
+    /// A short stable name, for logs and documentation.
+    pub name: &'static str,
+    /// What the code means, in one sentence.
+    pub meaning: &'static str,
 }
 
 impl fmt::Display for ErrorCode {

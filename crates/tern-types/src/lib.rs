@@ -42,7 +42,8 @@ mod tools;
 
 // Base protocol: envelopes, errors, `_meta`, results.
 pub use error::{
-    ErrorCode, ErrorObject, MissingRequiredClientCapabilityData, UnsupportedProtocolVersionData,
+    ApplicationCode, ErrorCode, ErrorObject, MissingRequiredClientCapabilityData,
+    UnsupportedProtocolVersionData,
 };
 pub use jsonrpc::{
     ErrorResponse, JsonRpcVersion, Notification, Request, RequestId, ResultResponse,

@@ -2,6 +2,7 @@
 
 mod api {
     mod capabilities;
+    mod error_codes;
     mod examples;
     mod legacy;
     mod mrtr;

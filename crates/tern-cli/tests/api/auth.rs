@@ -29,10 +29,19 @@ fn protected() -> Server {
 }
 
 fn token(audience: &str, scope: &str) -> String {
+    // RFC 9068 §4: a JWT access token says so.
+    typed_token(audience, scope, "at+jwt")
+}
+
+fn typed_token(audience: &str, scope: &str, typ: &str) -> String {
     let claims = json!({"iss": ISSUER, "aud": audience, "sub": "alice", "client_id": "c1",
                         "scope": scope, "exp": 4_102_444_800u64});
+    let head = Header {
+        typ: Some(typ.to_owned()),
+        ..Header::default()
+    };
     encode(
-        &Header::default(),
+        &head,
         &claims,
         &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
     )
@@ -159,4 +168,52 @@ fn the_config_file_supplies_credentials_per_server_and_flags_win() {
         .failed(2)
         .says("unknown field `bearer`")
         .says("config.json");
+}
+
+/// RFC 9068 §4 (issue 27 point 8): a token typed `JWT` is refused unless
+/// `--jwt-typ JWT` names the issuer's type; `--jwt-typ` means nothing to a
+/// token file and is refused there.
+#[test]
+fn a_jwt_typed_token_is_served_only_when_its_type_is_named() {
+    let s = protected();
+    let plain = |url: &str| typed_token(url, "mcp", "JWT");
+    call_with_token(&s.url, &plain(&s.url), &["tool", "echo", "text=hi"])
+        .failed(3)
+        .says("401");
+    let named = Server::start_with(
+        &[
+            "--auth",
+            "hs256-env:TERN_TEST_SECRET",
+            "--issuer",
+            ISSUER,
+            "--jwt-typ",
+            "JWT",
+        ],
+        &[("TERN_TEST_SECRET", SECRET)],
+    );
+    call_with_token(
+        &named.url,
+        &plain(&named.url),
+        &["tool", "echo", "text=typed"],
+    )
+    .ok()
+    .says("typed");
+    call_with_token(
+        &named.url,
+        &token(&named.url, "mcp"),
+        &["tool", "echo", "text=at"],
+    )
+    .ok()
+    .says("at");
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice secret\n").unwrap();
+    let mut cmd = std::process::Command::new(tern_bin());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--auth"])
+        .arg(format!("tokens:{}", tokens.display()))
+        .args(["--jwt-typ", "JWT"])
+        .env("XDG_DATA_HOME", dir.path());
+    run(cmd)
+        .failed(1)
+        .says("--jwt-typ applies to JWTs, not to --auth tokens:FILE");
 }

@@ -377,3 +377,57 @@ fn progress_and_logs_pass_through() {
         .says("[info] counted 2")
         .says("counted to 2");
 }
+
+/// Issue 27 point 11 with the real binaries: an HTTP upstream configured
+/// as "search" goes away; the client's error names "search" with the
+/// registry's -31002, and nothing of the upstream's URL or address.
+#[test]
+fn an_upstream_that_goes_away_is_named_without_its_address() {
+    let server = Server::start();
+    let upstream_url = server.url.clone();
+    let address = upstream_url
+        .strip_prefix("http://")
+        .and_then(|u| u.split_once('/'))
+        .map(|(a, _)| a.to_owned())
+        .unwrap();
+    let data = TempDir::new().unwrap();
+    let config = data.path().join("servers.json");
+    let file = json!({"mcpServers": {"search": {"url": upstream_url}}});
+    std::fs::write(&config, file.to_string()).unwrap();
+    let proxy = Proxy::start(&["--config", &config.display().to_string()]);
+    proxy
+        .tern("call", &["tool", "echo", "text=before"])
+        .ok()
+        .says("before");
+    drop(server);
+    for _ in 0..2 {
+        let out = proxy.tern("call", &["tool", "echo", "text=after"]);
+        out.failed(1)
+            .says("the upstream server \"search\" is unavailable")
+            .says("-31002");
+        let all = format!("{}{}", out.stdout, out.stderr);
+        assert!(!all.contains(&address), "{all}");
+        assert!(!all.contains(&upstream_url), "{all}");
+    }
+}
+
+/// The pending-call budget's flags are checked before the proxy starts: a
+/// share larger than the pool is refused with exit status 1.
+#[test]
+fn a_per_principal_share_larger_than_the_pool_is_refused() {
+    let mut cmd = Command::new(tern_bin());
+    cmd.args([
+        "proxy",
+        "--http",
+        "127.0.0.1:0",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--max-pending",
+        "4",
+        "--max-pending-per-principal",
+        "5",
+    ]);
+    run(cmd)
+        .failed(1)
+        .says("--max-pending-per-principal must be between 1 and --max-pending (4)");
+}
