@@ -263,6 +263,8 @@ pub(crate) struct ProxyArgs {
     /// binds the proxy's states.
     #[command(flatten)]
     pub(crate) protect: ProtectArgs,
+    #[command(flatten)]
+    pub(crate) budgets: BudgetArgs,
     /// The key ring file sealing the proxy's states (default: a random key
     /// for the life of the process).
     #[arg(long, value_name = "FILE")]

@@ -70,7 +70,7 @@ pub struct ProxyOptions {
     /// The most pending calls one principal may hold (default `None`: a
     /// quarter of `max_pending`, at least 1), so that one caller cannot
     /// fill the pool for everyone. Without authentication every caller is
-    /// the same principal.
+    /// the one anonymous principal, bounded by `max_pending` alone.
     pub max_pending_per_principal: Option<usize>,
     /// The most bytes of one upstream round the proxy holds (its state and
     /// its questions, default 256 KiB); a larger round fails the call.

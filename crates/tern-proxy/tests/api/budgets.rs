@@ -189,3 +189,19 @@ async fn an_upstream_that_asks_forever_stops_at_the_round_ceiling() {
     assert_eq!(proxy.pending_calls(), 0);
     abandoned(&up, 1).await;
 }
+
+#[tokio::test]
+async fn anonymous_callers_share_the_whole_pool() {
+    // Without authentication every client is one principal: a quarter of
+    // the pool would starve a server with many honest clients, so the
+    // total bounds it alone.
+    let up = Sessioned::new();
+    let proxy = legacy_proxy(&up, budget(4, None)).await;
+    let anonymous = Principal::Anonymous;
+    for n in 0..4 {
+        park(&proxy, &anonymous, &format!("anon{n}")).await;
+    }
+    let fifth = send_as(&proxy, &anonymous, &deploy("anon4")).await;
+    refused(&fifth, "pendingTotal");
+    assert_eq!(proxy.pending_calls(), 4);
+}
