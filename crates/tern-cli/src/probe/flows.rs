@@ -53,8 +53,8 @@ enum Found {
     NoFlow(&'static str, String),
 }
 
-/// The flows to probe. `Err` only when the tools cannot be listed and none
-/// is named.
+/// The flows to probe. `Err` only when the tools cannot be listed and
+/// they must be chosen from the list (none named, or `--all`).
 pub(super) async fn plan(p: &Probe, want: &Wanted<'_>) -> Result<Plan, String> {
     let mut named: Vec<(&str, Option<&Map<String, Value>>)> = Vec::new();
     if let Some(t) = want.tool {
@@ -65,8 +65,12 @@ pub(super) async fn plan(p: &Probe, want: &Wanted<'_>) -> Result<Plan, String> {
         named.push((s, given));
     }
     let choose = want.all || named.is_empty();
-    let listed = if choose || named.iter().any(|(_, given)| given.is_none()) {
+    let listed = if choose {
         list_tools(p).await?
+    } else if named.iter().any(|(_, given)| given.is_none()) {
+        // Only to make up arguments: a server that lists nothing gets the
+        // named tools called with none.
+        list_tools(p).await.unwrap_or_default()
     } else {
         Vec::new()
     };
