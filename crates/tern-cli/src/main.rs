@@ -433,18 +433,25 @@ pub(crate) struct CallArgs {
 pub(crate) struct ProbeArgs {
     #[command(flatten)]
     pub(crate) target: TargetArgs,
-    /// The tool whose flow is probed (default: the first listed tool that
-    /// is not marked destructive, needs no argument and asks for input).
+    /// The tool whose flow is probed (default: the first listed tool not
+    /// marked destructive whose flow the probe can complete, its required
+    /// arguments made up from its inputSchema).
     #[arg(long, value_name = "NAME")]
     pub(crate) tool: Option<String>,
-    /// The tool's arguments, `key=value` (JSON values are parsed).
+    /// Probe every listed tool's flow the probe can complete (not marked
+    /// destructive), each with its own cases, within --max-requests.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// The arguments of the tool named with --tool (else --single-use),
+    /// `key=value` (JSON values are parsed); without them the required
+    /// ones are made up from its inputSchema.
     #[arg(value_name = "KEY=VALUE", num_args = 0..)]
     pub(crate) args: Vec<String>,
     /// Answers by input key, as for `tern call --answers`.
     #[arg(long, value_name = "FILE")]
     pub(crate) answers: Option<PathBuf>,
-    /// The tool is single use: probe replays of its final state (never
-    /// done for any other tool).
+    /// The tool is single use: probe its flow, with replays of its final
+    /// state (never done for any other tool).
     #[arg(long, value_name = "TOOL")]
     pub(crate) single_use: Option<String>,
     /// The server's state lifetime: wait it out (plus 30 s of skew) and
@@ -460,9 +467,14 @@ pub(crate) struct ProbeArgs {
     /// Probe this host although it is not this machine.
     #[arg(long, value_name = "HOST")]
     pub(crate) allow_remote: Option<String>,
-    /// The most requests the probe sends.
+    /// The most requests the probe sends in all: a flow it cannot finish
+    /// within them is skipped, a case it cannot is a SKIP.
     #[arg(long, value_name = "N", default_value_t = 600)]
     pub(crate) max_requests: usize,
+    /// The most JSON the probe makes up for one tool's arguments, in bytes:
+    /// a tool whose inputSchema asks for more is skipped.
+    #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+    pub(crate) max_fill_bytes: usize,
     /// Another client's bearer token, in this environment variable: its
     /// retry of the probe's state must be refused (HTTP).
     #[arg(long, value_name = "VAR")]

@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use super::common::{Run, Server, run, tern_bin};
 
+mod flows;
+
 fn tern(args: &[&str]) -> Run {
     let mut cmd = Command::new(tern_bin());
     cmd.args(args);

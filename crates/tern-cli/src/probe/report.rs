@@ -1,0 +1,165 @@
+//! The probe's report: a table for people (one section per flow when
+//! several ran), JSON or JUnit XML for machines, and the exit code.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::engine::{Case, Level, Status};
+use crate::ProbeArgs;
+use crate::exit;
+
+/// Prints the table (or JSON, or writes JUnit) and picks the exit code:
+/// 1 when a MUST case failed. `tools` are the flows probed, in order;
+/// `sent` the requests sent in all.
+pub(super) fn report(
+    tools: &[String],
+    sent: usize,
+    cases: &[Case],
+    args: &ProbeArgs,
+) -> Result<ExitCode, String> {
+    let count = |s: Status| cases.iter().filter(|c| c.status == s).count();
+    let must_failed = cases
+        .iter()
+        .any(|c| c.status == Status::Fail && c.level == Level::Must);
+    if args.json {
+        let out = json!({
+            "tool": tools.first().map_or("", String::as_str),
+            "tools": tools,
+            "requests": sent,
+            "cases": cases.iter().map(|c| json!({
+                "tool": c.tool, "family": c.family, "case": c.id, "rule": c.rule,
+                "level": c.level.as_str(), "status": c.status.as_str(), "reason": c.reason,
+            })).collect::<Vec<_>>(),
+            "summary": {"pass": count(Status::Pass), "fail": count(Status::Fail), "skip": count(Status::Skip)},
+        });
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        table(tools, sent, cases);
+        println!(
+            "{} passed, {} failed, {} skipped{}",
+            count(Status::Pass),
+            count(Status::Fail),
+            count(Status::Skip),
+            if must_failed { " (a MUST failed)" } else { "" }
+        );
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, junit(cases, tools.len() > 1))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(exit::code(if must_failed {
+        exit::FAILED
+    } else {
+        exit::DONE
+    }))
+}
+
+/// The table: the header, the tools passed over, then each flow's cases
+/// (under a line naming the tool when there are several).
+fn table(tools: &[String], sent: usize, cases: &[Case]) {
+    match tools {
+        [] => println!("tern probe: no flow to probe, {sent} requests"),
+        [one] => println!("tern probe: tool {:?}, {sent} requests", one),
+        many => println!(
+            "tern probe: {} tools ({}), {sent} requests",
+            many.len(),
+            many.iter()
+                .map(|t| format!("{t:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+    println!(
+        "{:<6} {:<7} {:<11} {:<11} {:<52} reason",
+        "status", "level", "rule", "family", "case"
+    );
+    let mut section = None;
+    for c in cases {
+        if tools.len() > 1 && c.family != "flows" && section != Some(&c.tool) {
+            section = Some(&c.tool);
+            println!("-- tool {:?}", c.tool);
+        }
+        println!(
+            "{:<6} {:<7} {:<11} {:<11} {:<52} {}",
+            c.status.as_str(),
+            c.level.as_str(),
+            c.rule,
+            c.family,
+            printable(&c.id),
+            printable(&c.reason)
+        );
+    }
+}
+
+/// `s` safe for a terminal: a server's text (its error messages, input
+/// keys and tool names) could carry control characters and escape
+/// sequences; each is shown escaped instead.
+pub(super) fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The cases as a JUnit XML report; with several flows, each case's name
+/// starts with its tool.
+fn junit(cases: &[Case], several: bool) -> String {
+    let esc = |s: &str| {
+        printable(s)
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let fails = cases.iter().filter(|c| c.status == Status::Fail).count();
+    let skips = cases.iter().filter(|c| c.status == Status::Skip).count();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"tern probe\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skips}\">\n",
+        cases.len()
+    );
+    for c in cases {
+        let name = if several && c.family != "flows" {
+            format!("{}: {}", c.tool, c.id)
+        } else {
+            c.id.clone()
+        };
+        out.push_str(&format!(
+            "  <testcase classname=\"{}\" name=\"{} [{} {}]\">",
+            esc(c.family),
+            esc(&name),
+            c.level.as_str(),
+            c.rule
+        ));
+        match c.status {
+            Status::Pass => {}
+            Status::Fail => out.push_str(&format!("<failure message=\"{}\"/>", esc(&c.reason))),
+            Status::Skip => out.push_str(&format!("<skipped message=\"{}\"/>", esc(&c.reason))),
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("</testsuite>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn a_servers_escape_sequences_are_shown_not_run() {
+        assert_eq!(
+            printable("error -32602: \u{1b}[2J\u{1b}]0;owned\u{7}gone\r\n"),
+            "error -32602: \\u{1b}[2J\\u{1b}]0;owned\\u{7}gone\\r\\n"
+        );
+        assert_eq!(printable("caf\u{e9} ok"), "caf\u{e9} ok");
+    }
+}
