@@ -239,11 +239,6 @@ impl Metrics {
     /// Everything, in the Prometheus text exposition format (version 0.0.4).
     pub fn render_prometheus(&self) -> String {
         let mut out = String::with_capacity(4096);
-        let lock = |m: &Mutex<BTreeMap<&'static str, u64>>| {
-            m.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
-        };
         out.push_str(
             "# HELP tern_requests_total Requests by method and outcome.\n\
              # TYPE tern_requests_total counter\n",
@@ -266,20 +261,20 @@ impl Metrics {
             "Time from a decoded request to its response.",
             self.durations_total.load(Ordering::Relaxed),
         );
-        out.push_str(
-            "# HELP tern_state_rejected_total requestState refusals by reason (the peer sees one uniform error).\n\
-             # TYPE tern_state_rejected_total counter\n",
+        labelled(
+            &mut out,
+            "tern_state_rejected_total",
+            "requestState refusals by reason (the peer sees one uniform error).",
+            "reason",
+            &self.rejected,
         );
-        for (reason, n) in lock(&self.rejected) {
-            let _ = writeln!(out, "tern_state_rejected_total{{reason=\"{reason}\"}} {n}");
-        }
-        out.push_str(
-            "# HELP tern_request_failures_total Requests that failed inside the server, by kind.\n\
-             # TYPE tern_request_failures_total counter\n",
+        labelled(
+            &mut out,
+            "tern_request_failures_total",
+            "Requests that failed inside the server, by kind.",
+            "kind",
+            &self.failed,
         );
-        for (kind, n) in lock(&self.failed) {
-            let _ = writeln!(out, "tern_request_failures_total{{kind=\"{kind}\"}} {n}");
-        }
         self.state_bytes.render(
             &mut out,
             "tern_state_bytes",
@@ -306,21 +301,39 @@ impl Metrics {
              tern_sessions_open {}",
             self.sessions.load(Ordering::Relaxed)
         );
-        out.push_str(
-            "# HELP tern_sessions_closed_total 2025-11-25 sessions ended, by reason.\n\
-             # TYPE tern_sessions_closed_total counter\n",
+        labelled(
+            &mut out,
+            "tern_sessions_closed_total",
+            "2025-11-25 sessions ended, by reason.",
+            "reason",
+            &self.sessions_closed,
         );
-        for (reason, n) in lock(&self.sessions_closed) {
-            let _ = writeln!(out, "tern_sessions_closed_total{{reason=\"{reason}\"}} {n}");
-        }
-        out.push_str(
-            "# HELP tern_limit_reached_total Refusals and evictions at a budget, by budget.\n\
-             # TYPE tern_limit_reached_total counter\n",
+        labelled(
+            &mut out,
+            "tern_limit_reached_total",
+            "Refusals and evictions at a budget, by budget.",
+            "limit",
+            &self.limits,
         );
-        for (limit, n) in lock(&self.limits) {
-            let _ = writeln!(out, "tern_limit_reached_total{{limit=\"{limit}\"}} {n}");
-        }
         out
+    }
+}
+
+/// A counter with one label, `name{label="value"} n` per value.
+fn labelled(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    label: &str,
+    counts: &Mutex<BTreeMap<&'static str, u64>>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    let counts = counts
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    for (value, n) in counts {
+        let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
     }
 }
 
