@@ -1,6 +1,6 @@
 //! The server's accept rules for one request, in the order of DIGEST
 //! HTTP-A5. The steps are typed so none can be skipped or reordered:
-//! [`accept_request`] (steps 6–10) gives an [`Envelope`], and only
+//! [`accept`] (steps 6–10) gives an [`Envelope`], and only
 //! [`Envelope::resolve`] (step 11, the method exists here; step 12,
 //! `Mcp-Name`; the MRTR field gate) gives the [`Accepted`] request a server
 //! dispatches. The server does the rest (steps 13 and 14).
@@ -42,6 +42,35 @@ pub struct RequestMeta {
     /// The rest of `_meta`: trace context and extension keys. The keys
     /// read into the fields above are not repeated here.
     pub raw: Map<String, Value>,
+}
+
+impl RequestMeta {
+    /// The `_meta` object this was read from, rebuilt (its keys in their
+    /// wire names; the values as read).
+    pub fn into_map(self) -> Map<String, Value> {
+        let mut m = self.raw;
+        m.insert(
+            meta_keys::PROTOCOL_VERSION.into(),
+            Value::String(self.protocol_version),
+        );
+        m.insert(
+            meta_keys::CLIENT_CAPABILITIES.into(),
+            serde_json::to_value(self.client_capabilities).unwrap_or_default(),
+        );
+        if let Some(info) = self.client_info {
+            m.insert(
+                meta_keys::CLIENT_INFO.into(),
+                serde_json::to_value(info).unwrap_or_default(),
+            );
+        }
+        if let Some(level) = self.log_level.and_then(|i| LOG_LEVELS.get(i)) {
+            m.insert(meta_keys::LOG_LEVEL.into(), Value::from(*level));
+        }
+        if let Some(token) = self.progress_token {
+            m.insert(meta_keys::PROGRESS_TOKEN.into(), token);
+        }
+        m
+    }
 }
 
 /// A request whose envelope passed HTTP-A5 steps 6–10; whether this server
@@ -148,34 +177,19 @@ impl Envelope {
 /// only), `_meta`, the version, the capabilities and `Mcp-Method`, first
 /// failure wins (HTTP-A5 steps 6–10; DIGEST §11 A2).
 ///
+/// `meta` is the request's `_meta` when decoding already read it out of
+/// its params ([`crate::decode::Decoded::meta`]); otherwise it is read
+/// here, with the same checks in the same order and the same errors.
 /// `headers` is `None` on stdio, where the header steps do not apply.
 /// Errors answering `initialize` name the supported versions (COMPAT-S2).
-pub fn accept_request(
+pub fn accept(
     req: Request,
+    meta: Option<Box<RequestMeta>>,
     headers: Option<&McpHeaders>,
     supported: &[String],
 ) -> Result<Envelope, McpError> {
     let is_initialize = req.method == "initialize";
-    check_envelope(req, None, headers, supported).map_err(|e| {
-        if is_initialize {
-            for_initialize(e, supported)
-        } else {
-            e
-        }
-    })
-}
-
-/// [`accept_request`] for a request whose `_meta` was already read with
-/// [`read_meta`] (and taken out of its params): the same checks, in the
-/// same order, with the same errors.
-pub fn accept_read(
-    req: Request,
-    meta: Box<RequestMeta>,
-    headers: Option<&McpHeaders>,
-    supported: &[String],
-) -> Result<Envelope, McpError> {
-    let is_initialize = req.method == "initialize";
-    check_envelope(req, Some(meta), headers, supported).map_err(|e| {
+    check_envelope(req, meta, headers, supported).map_err(|e| {
         if is_initialize {
             for_initialize(e, supported)
         } else {
@@ -301,7 +315,7 @@ const READ_KEYS: [&str; 5] = [
 
 /// Reads a request's `_meta` object into a [`RequestMeta`] (META-C6,
 /// META-S7, LOG-S4, PROG-C1), without the header and version checks that
-/// [`accept_request`] adds; the keys it reads are left out of `raw`.
+/// [`accept`] adds; the keys it reads are left out of `raw`.
 pub fn read_meta(mut meta: Map<String, Value>) -> Result<RequestMeta, MetaError> {
     let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.clone(),

@@ -5,7 +5,7 @@
 //! functions take bytes and return decisions. Transports move the bytes;
 //! `tern-server` and `tern-client` act on the decisions.
 //!
-//! - [`decode`]: one message from bytes, with size, depth and duplicate-key
+//! - [`decode`]: one message from bytes, once, with size, depth and duplicate-key
 //!   limits.
 //! - [`accept`]: the server's checks of a request's envelope, in the order of
 //!   DIGEST HTTP-A5.

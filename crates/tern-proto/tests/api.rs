@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use tern_proto::accept::{Accepted, Envelope, accept_read, accept_request, method_not_found};
-use tern_proto::decode::{Limits, Message, decode_message, decode_request};
+use tern_proto::accept::{Accepted, Envelope, accept, method_not_found};
+use tern_proto::decode::{Limits, Message, decode, decode_message};
 use tern_proto::{McpError, McpHeaders};
 use tern_types::methods::Method;
 use tern_types::{ErrorCode, Request};
@@ -40,14 +40,15 @@ fn resolve(e: Envelope, h: Option<&McpHeaders>) -> Result<Accepted, McpError> {
 }
 
 fn reject(req: Request, h: Option<&McpHeaders>) -> (ErrorCode, u16, McpError) {
-    let e = accept_request(req, h, &supported()).unwrap_err();
+    let e = accept(req, None, h, &supported()).unwrap_err();
     (e.code(), e.http_status(), e)
 }
 
 #[test]
 fn a_well_formed_request_is_accepted() {
-    let a = accept_request(
+    let a = accept(
         request("tools/list", json!({"_meta": meta()})),
+        None,
         Some(&headers("tools/list")),
         &supported(),
     )
@@ -105,8 +106,9 @@ fn client_info_is_optional() {
     m.as_object_mut()
         .unwrap()
         .remove("io.modelcontextprotocol/clientInfo");
-    let a = accept_request(
+    let a = accept(
         request("tools/list", json!({"_meta": m})),
+        None,
         Some(&headers("tools/list")),
         &supported(),
     )
@@ -157,8 +159,9 @@ fn mcp_method_header_must_match_exactly() {
 #[test]
 fn mcp_name_header_is_checked_after_decoding() {
     let h = headers("tools/call");
-    let a = accept_request(
+    let a = accept(
         request("tools/call", json!({"_meta": meta(), "name": "héllo"})),
+        None,
         Some(&h),
         &supported(),
     )
@@ -183,18 +186,20 @@ fn mcp_name_header_is_checked_after_decoding() {
 #[test]
 fn mrtr_fields_only_on_the_three_methods() {
     // MRTR-S-A3.
-    let a = accept_request(
+    let a = accept(
         request("tools/list", json!({"_meta": meta(), "requestState": "x"})),
+        None,
         None,
         &supported(),
     )
     .unwrap();
     assert_eq!(resolve(a, None).unwrap_err().code(), ErrorCode(-32602));
-    let a = accept_request(
+    let a = accept(
         request(
             "tools/call",
             json!({"_meta": meta(), "name": "t", "requestState": "x"}),
         ),
+        None,
         None,
         &supported(),
     )
@@ -219,8 +224,9 @@ fn bad_log_level_and_progress_token_are_invalid_params() {
     );
     let mut m = meta();
     m["io.modelcontextprotocol/logLevel"] = json!("warning");
-    let a = accept_request(
+    let a = accept(
         request("tools/list", json!({"_meta": m})),
+        None,
         None,
         &supported(),
     )
@@ -258,16 +264,18 @@ fn initialize_errors_name_the_supported_versions() {
 #[test]
 fn an_unknown_or_unoffered_method_is_method_not_found() {
     // HTTP-A5 step 11 comes after the envelope steps and before step 12.
-    let e = accept_request(
+    let e = accept(
         request("tools/unknown", json!({"_meta": meta()})),
+        None,
         None,
         &supported(),
     )
     .unwrap();
     let err = resolve(e, None).unwrap_err();
     assert_eq!((err.code(), err.http_status()), (ErrorCode(-32601), 404));
-    let e = accept_request(
+    let e = accept(
         request("prompts/get", json!({"_meta": meta(), "name": "p"})),
+        None,
         Some(&headers("prompts/get")),
         &supported(),
     )
@@ -294,14 +302,14 @@ fn through_the_tree(body: &[u8], h: Option<&McpHeaders>) -> Verdict {
         return Err((None, McpError::InvalidRequest("not a request".into())));
     };
     let id = req.id.clone();
-    accept_request(req, h, &supported())
+    accept(req, None, h, &supported())
         .and_then(|e| resolve(e, h))
         .map_err(|e| (Some(id), e))
 }
 
 /// Decoded with `_meta` read at decoding time, then accepted.
 fn read_while_decoding(body: &[u8], h: Option<&McpHeaders>) -> (Verdict, bool) {
-    let d = match decode_request(body, &Limits::default()) {
+    let d = match decode(body, &Limits::default()) {
         Ok(d) => d,
         Err(e) => return (Err((e.id, e.error)), false),
     };
@@ -319,10 +327,7 @@ fn read_while_decoding(body: &[u8], h: Option<&McpHeaders>) -> (Verdict, bool) {
             "a read _meta is taken out of the params"
         );
     }
-    let envelope = match d.meta {
-        Some(meta) => accept_read(req, meta, h, &supported()),
-        None => accept_request(req, h, &supported()),
-    };
+    let envelope = accept(req, d.meta, h, &supported());
     (
         envelope
             .and_then(|e| resolve(e, h))
@@ -585,7 +590,7 @@ fn a_read_meta_keeps_only_the_keys_it_did_not_read() {
     m["traceparent"] = json!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
     m["progressToken"] = json!(7);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": m}});
-    let d = decode_request(body.to_string().as_bytes(), &Limits::default()).unwrap();
+    let d = decode(body.to_string().as_bytes(), &Limits::default()).unwrap();
     let meta = d.meta.expect("read while decoding");
     assert_eq!(meta.protocol_version, "2026-07-28");
     assert_eq!(meta.progress_token, Some(json!(7)));
@@ -593,4 +598,85 @@ fn a_read_meta_keeps_only_the_keys_it_did_not_read() {
         Value::Object(meta.raw),
         json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
     );
+}
+
+mod fast_path {
+    //! The fast path of decoding gives what the general path gives, for any
+    //! bytes (STYLE.md: a cache proven equal to what it caches).
+
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use tern_proto::decode::{Limits, decode, decode_uncached};
+
+    /// JSON values of the shapes `_meta` and params take, small and deep.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[a-z0-9./-]{0,12}".prop_map(Value::from),
+            Just(json!("2026-07-28")),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::btree_map("[a-zA-Z_/.]{0,10}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A `_meta` that usually reads, sometimes with one part wrong.
+    fn meta() -> impl Strategy<Value = Value> {
+        (value(), 0u8..8, any::<Option<u16>>()).prop_map(|(extra, broken, token)| {
+            let mut m = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+                "io.modelcontextprotocol/clientInfo": {"name": "p", "version": "1"},
+                "x/extra": extra,
+            });
+            match broken {
+                0 => m["io.modelcontextprotocol/protocolVersion"] = json!(1),
+                1 => m["io.modelcontextprotocol/clientCapabilities"] = json!([]),
+                2 => m["io.modelcontextprotocol/logLevel"] = json!("loud"),
+                3 => m["io.modelcontextprotocol/logLevel"] = json!("info"),
+                _ => {}
+            }
+            if let Some(t) = token {
+                m["progressToken"] = json!(t);
+            }
+            m
+        })
+    }
+
+    /// Request bodies, some with a member the fast path does not take, some
+    /// cut short or with a duplicated `_meta`.
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        (meta(), value(), 0u8..10, "[a-z/]{1,16}").prop_map(|(meta, args, shape, method)| {
+            let msg = json!({"jsonrpc": "2.0", "id": 3, "method": method,
+                             "params": {"name": "t", "arguments": args, "_meta": meta}});
+            let mut text = msg.to_string();
+            match shape {
+                0 => text = text.replacen("\"jsonrpc\"", "\"extra\":1,\"jsonrpc\"", 1),
+                1 => text.truncate(text.len() / 2),
+                2 => text = text.replacen("\"_meta\":", "\"_meta\":{},\"_meta\":", 1),
+                3 => text = text.replacen("\"id\":3", "\"id\":null", 1),
+                _ => {}
+            }
+            text.into_bytes()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn the_fast_path_decodes_as_the_general_path_does(b in body(), depth in 3usize..12) {
+            let limits = Limits { max_bytes: 1 << 20, max_depth: depth };
+            // Twice: the second sight of a `_meta` comes from the cache.
+            for _ in 0..2 {
+                prop_assert_eq!(decode(&b, &limits), decode_uncached(&b, &limits));
+            }
+        }
+    }
 }

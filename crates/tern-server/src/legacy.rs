@@ -21,8 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use tern_proto::accept::{Accepted, Envelope, LOG_LEVELS, RequestMeta};
-use tern_proto::decode::{DecodeError, Message, decode_message};
-use tern_proto::era::era_of;
+use tern_proto::decode::{DecodeError, Decoded, Message, decode};
 use tern_proto::finish::{encode_error, encode_notification, encode_request};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_seal::random_bytes;
@@ -314,18 +313,29 @@ impl Server {
     pub async fn handle_in(&self, session: &Session, inbound: Inbound, sink: Sink) -> Reply {
         session.touch();
         let limits = &self.inner.config.limits;
-        let decoded =
-            std::panic::catch_unwind(AssertUnwindSafe(|| decode_message(&inbound.body, limits)));
-        let message = match decoded {
-            Ok(Ok(m)) => m,
+        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| decode(&inbound.body, limits)));
+        let decoded = match decoded {
+            Ok(Ok(d)) => d,
             Ok(Err(e)) => return Reply::refused(&e),
             Err(panic) => return Reply::error_for(None, &self.panicked(panic.as_ref())),
         };
-        match message {
-            Message::Request(req) => match era_of(&req, session.is_open()) {
-                Era::Modern => self.handle_request(req, None, inbound, sink).await,
-                Era::Legacy => self.run_legacy_call(session, req, inbound, sink).await,
+        let era = decoded.era(session.is_open());
+        match decoded {
+            Decoded {
+                message: Message::Request(req),
+                meta,
+            } => match era {
+                Some(Era::Legacy) => self.run_legacy_call(session, req, inbound, sink).await,
+                _ => self.handle_request(req, meta, inbound, sink).await,
             },
+            Decoded { message, .. } => self.handle_other(session, message),
+        }
+    }
+
+    /// A notification or a response inside `session`'s connection.
+    fn handle_other(&self, session: &Session, message: Message) -> Reply {
+        match message {
+            Message::Request(_) => Reply::Closed,
             Message::Notification(n) => {
                 if n.method == legacy::NOTIFICATIONS_INITIALIZED && session.is_open() {
                     lock(&session.inner.state).initialized = true;

@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
-use tern_proto::accept::{Accepted, RequestMeta, accept_read, accept_request, method_not_found};
-use tern_proto::decode::{Decoded, Message, decode_request};
+use tern_proto::accept::{Accepted, RequestMeta, accept, method_not_found};
+use tern_proto::decode::{Decoded, Message, decode};
 use tern_proto::finish::{encode_result, input_required, stamp_complete};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{Deployment, KeyRing, ReplayStore, check_deployment, random_bytes};
@@ -174,8 +174,7 @@ impl Server {
     /// also in the log and counted in [`Metrics::failed`].
     pub async fn handle(&self, inbound: Inbound, sink: Sink) -> Reply {
         let limits = &self.inner.config.limits;
-        let decoded =
-            std::panic::catch_unwind(AssertUnwindSafe(|| decode_request(&inbound.body, limits)));
+        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| decode(&inbound.body, limits)));
         match decoded {
             // Boxed: the request's future is several KiB, and every move of
             // an unboxed one (into a task, through wrappers) copies all of it.
@@ -339,10 +338,7 @@ impl Server {
     ) -> Result<Admitted, McpError> {
         let supported = &self.inner.supported;
         let reg = self.registry();
-        let envelope = match meta {
-            Some(meta) => accept_read(req, meta, headers, supported)?,
-            None => accept_request(req, headers, supported)?,
-        };
+        let envelope = accept(req, meta, headers, supported)?;
         let a = envelope.resolve(headers, |m| reg.offers(m), supported)?;
         if let Some(authz) = &self.inner.authorize {
             authz(principal, &a)?;

@@ -1,23 +1,26 @@
 //! Decoding one JSON-RPC message with limits (DIGEST §1.1, BASE-A2,
-//! STDIO-A2; SECURITY.md §3.4, §3.8).
+//! STDIO-A2; SECURITY.md §3.4, §3.8), once: [`decode`] is the one entry
+//! point, for servers, clients and transports alike. Its [`Decoded`] says
+//! what the message is, and for a request its era's marks and its `_meta`
+//! already read, so nothing downstream parses the same bytes again.
 //!
-//! serde_json keeps the last of two duplicate object keys and recurses up to
-//! 128 levels. Neither is acceptable for input whose digest binds a state:
-//! `{"a":1,"a":2}` must not mean one thing to the digest and another to the
-//! handler. So messages are read through a visitor that rejects duplicate
-//! keys and nesting past a limit while it builds the value.
+//! - [`strict`]: the reader that refuses duplicate keys and excess depth;
+//! - [`fast`]: the server's fast path, with its equivalence to the general
+//!   path checked in tests and by a fuzz target.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+mod fast;
+mod strict;
+
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde::de;
+use serde_json::{Map, Value};
+use tern_types::legacy::Era;
 use tern_types::{ErrorResponse, Notification, Request, RequestId, ResultResponse};
 
 use crate::accept::{RequestMeta, read_meta};
 use crate::error::McpError;
+pub use strict::parse_value;
 
 /// Limits applied while decoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,165 +92,80 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LimitHit {
-    Duplicate,
-    Depth,
+/// A decoded message: what it is, and for a request whose `_meta` reads
+/// cleanly (a modern request's), that `_meta` already read and taken out of
+/// its params.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// The message. When `meta` is set, its params no longer hold `_meta`.
+    pub message: Message,
+    /// The request's `_meta`, read (see [`read_meta`]); the envelope checks
+    /// take it through [`crate::accept::accept`]. Boxed: it travels through
+    /// every future of the request path, and inline it would add its size
+    /// to each of them.
+    pub meta: Option<Box<RequestMeta>>,
 }
 
-/// Parses JSON text into a [`Value`], rejecting duplicate keys and nesting
-/// deeper than `max_depth`.
-///
-/// Malformed JSON, trailing characters, invalid UTF-8 and non-finite numbers
-/// are -32700; duplicate keys and excess depth are -32602 (the text is JSON,
-/// the parameters are not acceptable).
-pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, McpError> {
-    let hit = Cell::new(None);
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    // Our own depth limit replaces serde_json's; it is lower, so the stack
-    // stays bounded.
-    let parsed = StrictSeed {
-        depth: 0,
-        max_depth,
-        hit: &hit,
-        place: Place::Any,
-        meta: None,
-    }
-    .deserialize(&mut de);
-    let value = match parsed {
-        Ok(v) => v,
-        Err(e) => {
-            return Err(match hit.get() {
-                Some(LimitHit::Duplicate) => McpError::invalid_params("Duplicate object key"),
-                Some(LimitHit::Depth) => McpError::invalid_params("JSON nested too deeply"),
-                None => McpError::Parse(parse_detail(&e)),
-            });
+impl Decoded {
+    /// The era of this message if it is a request (DIGEST §3.4,
+    /// COMPAT-S1): modern when its `_meta` names this revision's version;
+    /// legacy when it is a legacy-shaped `initialize`, or arrives inside a
+    /// session a legacy `initialize` opened (`in_legacy_session`); modern
+    /// otherwise, so it meets the modern accept rules and their errors
+    /// (COMPAT-S-A1).
+    pub fn era(&self, in_legacy_session: bool) -> Option<Era> {
+        let Message::Request(r) = &self.message else {
+            return None;
+        };
+        if self.meta.is_some() {
+            return Some(Era::Modern);
         }
-    };
-    de.end().map_err(|e| McpError::Parse(parse_detail(&e)))?;
-    Ok(value)
-}
+        Some(crate::era::era_of(r, in_legacy_session))
+    }
 
-fn parse_detail(e: &serde_json::Error) -> String {
-    // Line and column help a person fix a hand-written request; the rest of
-    // serde_json's text is stable enough to show.
-    e.to_string()
-}
-
-/// Where a value sits, as far as locating `params._meta` goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Place {
-    /// The message's `params`.
-    Params,
-    /// Anywhere else.
-    Any,
-}
-
-#[derive(Clone, Copy)]
-struct StrictSeed<'h> {
-    depth: usize,
-    max_depth: usize,
-    hit: &'h Cell<Option<LimitHit>>,
-    place: Place,
-    /// Where `params._meta`'s text starts (its address) and how long it is.
-    meta: Option<&'h Cell<Option<(usize, usize)>>>,
-}
-
-impl StrictSeed<'_> {
-    fn deeper<E: de::Error>(&self) -> Result<Self, E> {
-        if self.depth + 1 > self.max_depth {
-            self.hit.set(Some(LimitHit::Depth));
-            return Err(E::custom("nesting too deep"));
-        }
-        Ok(StrictSeed {
-            depth: self.depth + 1,
-            place: Place::Any,
-            ..*self
-        })
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
-    type Value = Value;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for StrictSeed<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("non-finite number"))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let inner = self.deeper()?;
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(v) = seq.next_element_seed(inner)? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let inner = self.deeper()?;
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let seed = match (self.place, key.as_str(), self.meta) {
-                (Place::Params, "_meta", Some(at)) => {
-                    if at.get().is_some() {
-                        self.hit.set(Some(LimitHit::Duplicate));
-                        return Err(de::Error::custom("duplicate key"));
-                    }
-                    // Checked (depth, duplicates) when it is parsed, unless
-                    // these exact bytes already were.
-                    let text: &RawValue = map.next_value()?;
-                    let text = text.get();
-                    at.set(Some((text.as_ptr() as usize, text.len())));
-                    continue;
-                }
-                _ => inner,
-            };
-            // One search of the map per key, not a lookup then an insert.
-            match out.entry(key) {
-                serde_json::map::Entry::Occupied(_) => {
-                    self.hit.set(Some(LimitHit::Duplicate));
-                    return Err(de::Error::custom("duplicate key"));
-                }
-                serde_json::map::Entry::Vacant(slot) => {
-                    slot.insert(map.next_value_seed(seed)?);
-                }
+    /// The message alone, its `_meta` put back into its params when it was
+    /// read out.
+    pub fn into_message(self) -> Message {
+        match (self.message, self.meta) {
+            (Message::Request(mut r), Some(meta)) => {
+                r.params
+                    .get_or_insert_with(Map::new)
+                    .insert("_meta".into(), Value::Object(meta.into_map()));
+                Message::Request(r)
             }
+            (message, _) => message,
         }
-        Ok(Value::Object(out))
     }
 }
 
 /// Decodes one message: size limit first (the caller should also refuse to
-/// read past it), then strict parsing, then the JSON-RPC shape.
+/// read past it), then strict parsing, then the JSON-RPC shape, then a
+/// request's `_meta`.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded, DecodeError> {
+    if bytes.len() > limits.max_bytes {
+        return Err(DecodeError {
+            id: None,
+            error: McpError::PayloadTooLarge,
+            request: false,
+        });
+    }
+    match fast::request(bytes, limits) {
+        Some(decoded) => Ok(decoded),
+        None => decode_uncached(bytes, limits),
+    }
+}
+
+/// [`decode`] for a peer that wants the message alone (a client reading a
+/// server's response); its `_meta`, if read, is put back.
 pub fn decode_message(bytes: &[u8], limits: &Limits) -> Result<Message, DecodeError> {
+    decode(bytes, limits).map(Decoded::into_message)
+}
+
+/// [`decode`] without its fast path: the general way every message can be
+/// decoded, and what the fast path must agree with. For the equivalence
+/// tests and the fuzz target; not an entry point of its own.
+#[doc(hidden)]
+pub fn decode_uncached(bytes: &[u8], limits: &Limits) -> Result<Decoded, DecodeError> {
     if bytes.len() > limits.max_bytes {
         return Err(DecodeError {
             id: None,
@@ -264,221 +182,17 @@ pub fn decode_message(bytes: &[u8], limits: &Limits) -> Result<Message, DecodeEr
         };
         DecodeError { id, error, request }
     })?;
-    classify(value)
-}
-
-/// A message decoded by [`decode_request`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decoded {
-    /// The message. When `meta` is set, its params no longer hold `_meta`.
-    pub message: Message,
-    /// The request's `_meta`, already read (see [`read_meta`]); the
-    /// envelope checks take it through [`crate::accept::accept_read`].
-    /// Boxed: it travels through every future of the request path, and
-    /// inline it would add its size to each of them.
-    pub meta: Option<Box<RequestMeta>>,
-}
-
-/// [`decode_message`] for a server: a request's `_meta` is read straight
-/// into a [`RequestMeta`], through a per-thread cache keyed by its exact
-/// text.
-///
-/// A client sends the same `_meta` on request after request, and building
-/// its tree, reading it and dropping it again was a tenth of a request's
-/// work. A cached entry is what strictly parsing and reading those very
-/// bytes gave, under the same depth limit, so a request is accepted or
-/// refused exactly as without the cache. Anything but a request whose
-/// `_meta` reads cleanly (any error, a notification, a malformed `_meta`)
-/// is decoded by [`decode_message`], so its answer is unchanged too.
-pub fn decode_request(bytes: &[u8], limits: &Limits) -> Result<Decoded, DecodeError> {
-    let plain = || {
-        decode_message(bytes, limits).map(|message| Decoded {
-            message,
-            meta: None,
-        })
-    };
-    // The message object itself must fit the depth limit.
-    if bytes.len() > limits.max_bytes || limits.max_depth == 0 {
-        return plain();
+    let mut message = classify(value)?;
+    let mut meta = None;
+    if let Message::Request(r) = &mut message
+        && let Some(params) = r.params.as_mut()
+        && let Some(Value::Object(m)) = params.get("_meta")
+        && let Ok(read) = read_meta(m.clone())
+    {
+        params.remove("_meta");
+        meta = Some(Box::new(read));
     }
-    let (hit, at) = (Cell::new(None), Cell::new(None));
-    // Members are depth 2: the message object is depth 1.
-    let seed = RequestSeed(StrictSeed {
-        depth: 1,
-        max_depth: limits.max_depth,
-        hit: &hit,
-        place: Place::Any,
-        meta: Some(&at),
-    });
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let parsed = match seed.deserialize(&mut de) {
-        Ok(members) if de.end().is_ok() => members.request(),
-        _ => None,
-    };
-    let (Some(req), Some((start, len))) = (parsed, at.get()) else {
-        return plain();
-    };
-    // The span lies inside `bytes`: the parser borrowed it from there.
-    let start = start - bytes.as_ptr() as usize;
-    let text = &bytes[start..start + len];
-    // `_meta` is depth 3: the message, its params, then `_meta`.
-    let depth = limits.max_depth.saturating_sub(2);
-    match remembered_meta(text, depth) {
-        Some(meta) => Ok(Decoded {
-            message: Message::Request(req),
-            meta: Some(meta),
-        }),
-        None => plain(),
-    }
-}
-
-/// The [`RequestMeta`] that `text` reads to, from the cache or freshly
-/// parsed and read; `None` when it does not read cleanly.
-fn remembered_meta(text: &[u8], max_depth: usize) -> Option<Box<RequestMeta>> {
-    /// Distinct `_meta` texts kept per thread: a process serves a few
-    /// clients' worth at a time; the cache is emptied when full.
-    const KEEP: usize = 64;
-    /// By text: the depth limit it was parsed under, and what it read to.
-    type Read = HashMap<Box<[u8]>, (usize, RequestMeta)>;
-    thread_local! {
-        static READ: RefCell<Read> = RefCell::new(HashMap::new());
-    }
-    let known = READ.with_borrow(|read| match read.get(text) {
-        Some((depth, meta)) if *depth == max_depth => Some(Box::new(meta.clone())),
-        _ => None,
-    });
-    if known.is_some() {
-        return known;
-    }
-    let Ok(Value::Object(map)) = parse_value(text, max_depth) else {
-        return None;
-    };
-    let meta = read_meta(map).ok()?;
-    // A progress token is new on every request: such a `_meta` is not
-    // seen again, and would only push out the ones that are.
-    if meta.progress_token.is_none() {
-        READ.with_borrow_mut(|read| {
-            if read.len() >= KEEP {
-                read.clear();
-            }
-            read.insert(text.into(), (max_depth, meta.clone()));
-        });
-    }
-    Some(Box::new(meta))
-}
-
-/// The members of a request's message object, as [`RequestSeed`] read them.
-#[derive(Default)]
-struct Members {
-    jsonrpc: Option<Value>,
-    id: Option<Value>,
-    method: Option<Value>,
-    params: Option<Value>,
-}
-
-impl Members {
-    /// The request, when these are the usual request's members: anything
-    /// else is for [`classify`] to sort out and name.
-    fn request(self) -> Option<Request> {
-        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
-            return None;
-        }
-        let id = match self.id? {
-            Value::Null => return None,
-            id => serde_json::from_value::<RequestId>(id).ok()?,
-        };
-        let Value::String(method) = self.method? else {
-            return None;
-        };
-        let params = match self.params {
-            None => None,
-            Some(Value::Object(p)) => Some(p),
-            Some(_) => return None,
-        };
-        Some(Request {
-            jsonrpc: tern_types::JsonRpcVersion,
-            id,
-            method,
-            params,
-        })
-    }
-}
-
-/// A member name of a message object, read without allocating.
-enum Member {
-    Jsonrpc,
-    Id,
-    Method,
-    Params,
-    Other,
-}
-
-impl<'de> serde::Deserialize<'de> for Member {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Member, D::Error> {
-        struct Name;
-        impl Visitor<'_> for Name {
-            type Value = Member;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Member, E> {
-                Ok(match v {
-                    "jsonrpc" => Member::Jsonrpc,
-                    "id" => Member::Id,
-                    "method" => Member::Method,
-                    "params" => Member::Params,
-                    _ => Member::Other,
-                })
-            }
-        }
-        d.deserialize_identifier(Name)
-    }
-}
-
-/// Reads a message object straight into its [`Members`], with the limits
-/// of [`StrictSeed`] on each member's value, and without a map of its
-/// own. A member a request does not have fails it: the caller then
-/// decodes the message the general way.
-struct RequestSeed<'h>(StrictSeed<'h>);
-
-impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
-    type Value = Members;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Members, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RequestSeed<'_> {
-    type Value = Members;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a request object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
-        let seed = self.0;
-        let mut m = Members::default();
-        while let Some(member) = map.next_key::<Member>()? {
-            let (slot, seed) = match member {
-                Member::Jsonrpc => (&mut m.jsonrpc, seed),
-                Member::Id => (&mut m.id, seed),
-                Member::Method => (&mut m.method, seed),
-                Member::Params => (
-                    &mut m.params,
-                    StrictSeed {
-                        place: Place::Params,
-                        ..seed
-                    },
-                ),
-                Member::Other => return Err(de::Error::custom("not a plain request")),
-            };
-            if slot.is_some() {
-                return Err(de::Error::custom("duplicate key"));
-            }
-            *slot = Some(map.next_value_seed(seed)?);
-        }
-        Ok(m)
-    }
+    Ok(Decoded { message, meta })
 }
 
 /// The id of a message refused for a limit, and whether it is a request,
@@ -500,7 +214,7 @@ fn peek(bytes: &[u8]) -> (Option<RequestId>, bool) {
 }
 
 /// Sorts a parsed value into the four JSON-RPC message kinds (BASE-1..7).
-pub fn classify(value: Value) -> Result<Message, DecodeError> {
+fn classify(value: Value) -> Result<Message, DecodeError> {
     let request = matches!(&value, Value::Object(o)
         if o.contains_key("method") && o.get("id").is_some_and(|v| !v.is_null()));
     let invalid = |id: Option<RequestId>, why: &str| DecodeError {
