@@ -137,6 +137,14 @@ fn a_flow_that_never_ends_meets_max_rounds() {
         .failed(3)
         .says("the flow needs more than 25 rounds");
     assert_eq!(h.requests("tools/call").len(), 25);
+    // A ceiling of none is no ceiling: refused before anything is sent.
+    for flag in ["--max-rounds", "--max-tokens"] {
+        let h = Hostile::modern(json!({"tools": [tool("t")]}));
+        h.call(&["tool", "t", flag, "0"])
+            .failed(2)
+            .says("0 is not in 1..");
+        assert!(h.received().is_empty());
+    }
 }
 
 fn streaming() -> Value {

@@ -11,7 +11,7 @@ use std::process::Command;
 use rexpect::session::{Options, PtySession, spawn_with_options};
 use serde_json::{Value, json};
 
-use super::common::hostile::{Hostile, text_result, tool};
+use super::common::hostile::{Hostile, form, text_result, tool};
 use super::common::{Server, tern_bin};
 
 const ENTER: &str = "\r";
@@ -402,4 +402,17 @@ fn verbose_rounds_show_the_server_s_text_escaped() {
         "{screen:?}"
     );
     assert!(screen.contains("after"), "{screen:?}");
+}
+
+#[test]
+fn the_whole_call_s_time_runs_out_at_a_dialog() {
+    // Nobody answers: --timeout ends the call all the same, and the dialog
+    // left waiting on the terminal does not keep the process alive.
+    let h = Hostile::modern(calling(form("go", "Go on?")));
+    let mut p = spawn_raw(&h, "call", &["tool", "t", "--timeout", "2"]);
+    p.exp_string("Your choice").unwrap();
+    p.exp_string("tern: the call did not finish within 2 s (--timeout SECS; 0 for no limit)")
+        .unwrap();
+    p.exp_eof().unwrap();
+    assert_exit(&mut p, 3);
 }
