@@ -106,6 +106,8 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         interactive,
         sampler: None,
         roots,
+        roots_chosen: false,
+        max_tokens: provider::DEFAULT_MAX_TOKENS,
         server_label: local.to_string(),
     });
     let target = TargetArgs {

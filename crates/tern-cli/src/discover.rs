@@ -1,5 +1,7 @@
 //! `tern discover`: a server's versions, capabilities, identity, tools,
-//! prompts and resources (DIGEST §3.2, §6).
+//! prompts and resources (DIGEST §3.2, §6). All of it is the server's
+//! text: every name and description is shown safe (one line each), and
+//! `--json` escapes what a terminal could obey.
 
 use std::process::ExitCode;
 
@@ -10,12 +12,12 @@ use tern::types::{Prompt, Resource, ResourceTemplate, Tool, meta_keys};
 use crate::DiscoverArgs;
 use crate::call::runtime;
 use crate::exit::usage;
-use crate::target;
 use crate::ui::{bold, dim, server_name};
+use crate::{safe, target};
 
 /// The most pages read from one list, so a server cannot keep it going
 /// forever.
-const MAX_PAGES: usize = 100;
+pub(crate) const MAX_PAGES: usize = 100;
 
 /// `tern discover`.
 pub(crate) fn run(mut args: DiscoverArgs) -> Result<ExitCode, String> {
@@ -118,31 +120,71 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
     } else {
         (Vec::new(), Vec::new())
     };
-    let info = d
-        .meta
-        .as_ref()
-        .and_then(|m| m.get(meta_keys::SERVER_INFO))
-        .cloned();
     // A legacy server is listed from its initialize answer (COMPAT-C5).
     let era = match client.era() {
         Some(tern::client::Era::Legacy) => "legacy",
         _ => "modern",
     };
+    let found = Found {
+        era,
+        d,
+        tools,
+        prompts,
+        resources,
+        templates,
+    };
     if as_json {
         let out = json!({
-            "era": era,
-            "serverInfo": info,
-            "supportedVersions": d.supported_versions,
-            "capabilities": d.capabilities,
-            "instructions": d.instructions,
-            "tools": tools,
-            "prompts": prompts,
-            "resources": resources,
-            "resourceTemplates": templates,
+            "era": found.era,
+            "serverInfo": found.info(),
+            "supportedVersions": found.d.supported_versions,
+            "capabilities": found.d.capabilities,
+            "instructions": found.d.instructions,
+            "tools": found.tools,
+            "prompts": found.prompts,
+            "resources": found.resources,
+            "resourceTemplates": found.templates,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(());
+        println!("{}", safe::json(&out));
+    } else {
+        print_found(&found);
     }
+    Ok(())
+}
+
+/// What a server offers, as discovered.
+struct Found {
+    era: &'static str,
+    d: tern::types::DiscoverResult,
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+}
+
+impl Found {
+    /// The server's `serverInfo`, if it gave one.
+    fn info(&self) -> Option<Value> {
+        self.d
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(meta_keys::SERVER_INFO))
+            .cloned()
+    }
+}
+
+/// Prints what the server offers for a person, every string safe.
+fn print_found(found: &Found) {
+    let Found {
+        era,
+        d,
+        tools,
+        prompts,
+        resources,
+        templates,
+    } = found;
+    let era = *era;
+    let info = found.info();
     println!(
         "{} {}",
         bold("server:"),
@@ -156,7 +198,7 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
     println!(
         "{} {}{session}",
         bold("versions:"),
-        d.supported_versions.join(", ")
+        safe::line(&d.supported_versions.join(", "))
     );
     let cap_names: Vec<String> = serde_json::to_value(&d.capabilities)
         .ok()
@@ -170,17 +212,21 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
                 .collect()
         })
         .unwrap_or_default();
-    println!("{} {}", bold("capabilities:"), cap_names.join(", "));
+    println!(
+        "{} {}",
+        bold("capabilities:"),
+        safe::line(&cap_names.join(", "))
+    );
     if let Some(i) = &d.instructions {
-        println!("{} {i}", bold("instructions:"));
+        println!("{} {}", bold("instructions:"), safe::text(i));
     }
     println!();
     println!("{} ({})", bold("tools"), tools.len());
-    for t in &tools {
+    for t in tools.iter() {
         println!(
             "  {}  {}",
-            bold(&t.name),
-            t.description.as_deref().unwrap_or("")
+            bold(&safe::line(&t.name)),
+            safe::line(t.description.as_deref().unwrap_or(""))
         );
         for line in parameters(&t.input_schema) {
             println!("      {line}");
@@ -188,11 +234,11 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
     }
     println!();
     println!("{} ({})", bold("prompts"), prompts.len());
-    for p in &prompts {
+    for p in prompts.iter() {
         println!(
             "  {}  {}",
-            bold(&p.name),
-            p.description.as_deref().unwrap_or("")
+            bold(&safe::line(&p.name)),
+            safe::line(p.description.as_deref().unwrap_or(""))
         );
         for a in p.arguments.iter().flatten() {
             let req = if a.required == Some(true) {
@@ -202,8 +248,8 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
             };
             println!(
                 "      {}: string{req}  {}",
-                a.name,
-                dim(a.description.as_deref().unwrap_or(""))
+                safe::line(&a.name),
+                dim(&safe::line(a.description.as_deref().unwrap_or("")))
             );
         }
     }
@@ -213,26 +259,26 @@ async fn discover(client: &Client, as_json: bool) -> Result<(), Error> {
         bold("resources"),
         resources.len() + templates.len()
     );
-    for r in &resources {
+    for r in resources.iter() {
         let mime = r
             .mime_type
             .as_deref()
             .map(|m| format!(" [{m}]"))
             .unwrap_or_default();
         println!(
-            "  {}{mime}  {}",
-            bold(&r.uri),
-            r.description.as_deref().unwrap_or(&r.name)
+            "  {}{}  {}",
+            bold(&safe::line(&r.uri)),
+            safe::line(&mime),
+            safe::line(r.description.as_deref().unwrap_or(&r.name))
         );
     }
-    for t in &templates {
+    for t in templates.iter() {
         println!(
             "  {} (template)  {}",
-            bold(&t.uri_template),
-            t.description.as_deref().unwrap_or(&t.name)
+            bold(&safe::line(&t.uri_template)),
+            safe::line(t.description.as_deref().unwrap_or(&t.name))
         );
     }
-    Ok(())
 }
 
 /// One line per parameter of an input schema: name, type, required,
@@ -264,7 +310,11 @@ fn parameters(schema: &Map<String, Value>) -> Vec<String> {
                 ""
             };
             let desc = p.get("description").and_then(Value::as_str).unwrap_or("");
-            format!("{name}: {ty}{req}  {}", dim(desc))
+            format!(
+                "{}  {}",
+                safe::line(&format!("{name}: {ty}{req}")),
+                dim(&safe::line(desc))
+            )
         })
         .collect()
 }

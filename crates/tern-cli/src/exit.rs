@@ -27,9 +27,10 @@ pub(crate) fn code(code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Prints a usage error and gives exit code 2.
+/// Prints a usage error and gives exit code 2. The message may quote
+/// what a server named (a tool, an argument): printed safe.
 pub(crate) fn usage(msg: &str) -> ExitCode {
-    eprintln!("tern: {msg}");
+    eprintln!("tern: {}", crate::safe::text(msg));
     ExitCode::from(USAGE)
 }
 
@@ -43,9 +44,15 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
+/// A failure in words, as one safe line: a server's error message and the
+/// causes a transport reports are the server's text.
+pub(crate) fn explain(e: &Error, url: Option<&str>) -> String {
+    crate::safe::line(&describe(e, url))
+}
+
 /// A transport failure in words: what failed, and for a 404 the path that
 /// was tried and the usual one.
-pub(crate) fn explain(e: &Error, url: Option<&str>) -> String {
+fn describe(e: &Error, url: Option<&str>) -> String {
     if let Some(o) = e.remote_error() {
         return format!("server error {}: {}", o.code, o.message);
     }

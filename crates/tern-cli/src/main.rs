@@ -27,6 +27,7 @@ mod otel;
 mod probe;
 mod provider;
 mod proxy;
+mod safe;
 mod serve;
 mod servers;
 mod signin;
@@ -376,7 +377,10 @@ pub(crate) struct CallArgs {
     /// stdin and prints the text.
     #[arg(long, value_name = "COMMAND")]
     pub(crate) sampling_cmd: Option<String>,
-    /// A root to expose (repeatable; default: the current directory).
+    /// A root to share (repeatable): consent to share it when the server
+    /// asks, also without a terminal. Without --root, a terminal asks about
+    /// the current directory, --yes shares it, and otherwise no root is
+    /// offered.
     #[arg(long = "root", value_name = "DIR")]
     pub(crate) roots: Vec<PathBuf>,
     /// Do not declare roots.
@@ -403,9 +407,8 @@ pub(crate) struct CallArgs {
     /// Accept forms with required booleans true and other fields from their
     /// defaults, share the --root directories (default: the current
     /// directory) and approve sampling requests to --sampling-cmd or
-    /// --model-url, without asking; never consents to a URL. Without a
-    /// terminal, roots are shared the same way. Each is printed as it
-    /// happens.
+    /// --model-url, without asking; never consents to a URL. Each is
+    /// printed as it happens.
     #[arg(long)]
     pub(crate) yes: bool,
     /// Print the result as JSON.
@@ -422,10 +425,24 @@ pub(crate) struct CallArgs {
     /// was used), start it over once without asking.
     #[arg(long)]
     pub(crate) restart: bool,
-    /// Give up when the whole call (every round) takes longer than this
-    /// (exit status 3).
-    #[arg(long, value_name = "SECS")]
-    pub(crate) timeout: Option<u64>,
+    /// Give up when the whole call (connecting, every round, the time
+    /// spent answering) takes longer than this (exit status 3); 0 for no
+    /// limit. A server streaming notifications cannot keep a call alive
+    /// past it.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub(crate) timeout: u64,
+    /// The most rounds one call may take (MRTR-C-A3), also the most requests
+    /// for input a 2025-11-25 server may send during one call (each starts
+    /// a round); past it the call ends (exit status 3).
+    #[arg(long, value_name = "N", default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_rounds: u32,
+    /// The most tokens a sampling request may ask of the model: a request's
+    /// maxTokens above it is lowered to it before the model is called (and
+    /// the dialog says so).
+    #[arg(long, value_name = "N", default_value_t = provider::DEFAULT_MAX_TOKENS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_tokens: u64,
 }
 
 /// `tern probe`.
@@ -575,7 +592,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("tern: {e}");
+            eprintln!("tern: {}", safe::text(&e));
             ExitCode::FAILURE
         }
     }

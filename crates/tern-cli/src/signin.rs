@@ -123,10 +123,12 @@ impl Browser {
 }
 
 fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_else(|| url.to_owned())
+    crate::safe::line(
+        &reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_else(|| url.to_owned()),
+    )
 }
 
 impl UserAgent for Browser {
@@ -162,7 +164,14 @@ impl UserAgent for Browser {
                 .map_err(|e| Error::transport_from("the redirect listener", e))?;
             eprintln!();
             eprintln!("{} {}", bold("Sign in at"), bold(&host_of(issuer)),);
-            eprintln!("{}", dim(&format!("authorization server {issuer}")));
+            // The issuer and the link come from the server's metadata.
+            eprintln!(
+                "{}",
+                dim(&format!(
+                    "authorization server {}",
+                    crate::safe::url(issuer)
+                ))
+            );
             let opened = std::env::var_os("TERN_NO_BROWSER").is_none_or(|v| v.is_empty())
                 && open_browser(authorization_url);
             if opened {
@@ -173,7 +182,7 @@ impl UserAgent for Browser {
             } else {
                 eprintln!("Open this link in your browser:");
             }
-            eprintln!("  {authorization_url}");
+            eprintln!("  {}", crate::safe::url(authorization_url));
             let (tx, mut rx) = mpsc::channel::<String>(1);
             let redirect = self.redirect_uri();
             let app = axum::Router::new().route(
@@ -398,7 +407,7 @@ pub(crate) fn login(args: LoginArgs) -> Result<ExitCode, String> {
                 Ok(ExitCode::SUCCESS)
             }
             (Err(e), _) => {
-                eprintln!("tern: {e}");
+                eprintln!("tern: {}", crate::safe::line(&e.to_string()));
                 Ok(ExitCode::FAILURE)
             }
         }

@@ -134,6 +134,16 @@ pub(crate) async fn connect(
     target: &TargetArgs,
     provider: impl InputProvider,
 ) -> Result<Connected, String> {
+    connect_with(target, provider, |b| b).await
+}
+
+/// [`connect`], with the client's settings (its limits) adjusted by
+/// `tune`.
+pub(crate) async fn connect_with(
+    target: &TargetArgs,
+    provider: impl InputProvider,
+    tune: impl Fn(ClientBuilder) -> ClientBuilder,
+) -> Result<Connected, String> {
     let info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
     let spawn = match (&target.spawn, &target.cmd) {
         (Some(s), _) => Some((
@@ -176,7 +186,7 @@ pub(crate) async fn connect(
                 ));
             }
         }
-        let client = with_era(Client::builder(transport.clone()), target, &key)
+        let client = tune(with_era(Client::builder(transport.clone()), target, &key))
             .info(info)
             .provider(provider)
             .build();
@@ -205,7 +215,7 @@ pub(crate) async fn connect(
         .unwrap_or_else(|| url.to_owned());
     let key = format!("url:{url}");
     Ok(Connected {
-        client: with_era(Client::builder(transport), target, &key)
+        client: tune(with_era(Client::builder(transport), target, &key))
             .info(info)
             .provider(provider)
             .build(),

@@ -1,6 +1,7 @@
 //! Terminal presentation shared by the client commands: styles (only on a
 //! terminal, and never with `NO_COLOR`), the spinner shown while a server
-//! works, and the rendering of results.
+//! works, and the rendering of results, which are the server's text and so
+//! are rendered safe (see [`safe`](crate::safe)).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -11,6 +12,8 @@ use serde_json::Value;
 use tern::types::{
     CallToolResult, ContentBlock, GetPromptResult, ReadResourceResult, ResourceContents, Role,
 };
+
+use crate::safe;
 
 /// Whether stderr takes ANSI styles.
 pub(crate) fn colour() -> bool {
@@ -115,27 +118,36 @@ impl Drop for Spinner {
     }
 }
 
-/// A content block as text for a person.
+/// A content block as safe text for a person: text whole, other kinds
+/// named in one line.
 pub(crate) fn content_text(block: &ContentBlock) -> String {
     match block {
-        ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => format!("[image {}, {} base64 chars]", i.mime_type, i.data.len()),
-        ContentBlock::Audio(a) => format!("[audio {}, {} base64 chars]", a.mime_type, a.data.len()),
-        ContentBlock::ResourceLink(r) => format!("[link {} {}]", r.uri, r.name),
+        ContentBlock::Text(t) => safe::output(&t.text),
+        ContentBlock::Image(i) => safe::line(&format!(
+            "[image {}, {} base64 chars]",
+            i.mime_type,
+            i.data.len()
+        )),
+        ContentBlock::Audio(a) => safe::line(&format!(
+            "[audio {}, {} base64 chars]",
+            a.mime_type,
+            a.data.len()
+        )),
+        ContentBlock::ResourceLink(r) => safe::line(&format!("[link {} {}]", r.uri, r.name)),
         ContentBlock::Resource(e) => contents_text(&e.resource),
     }
 }
 
-/// Resource contents as text for a person.
+/// Resource contents as safe text for a person.
 fn contents_text(c: &ResourceContents) -> String {
     match c {
-        ResourceContents::Text(t) => t.text.clone(),
-        ResourceContents::Blob(b) => format!(
+        ResourceContents::Text(t) => safe::output(&t.text),
+        ResourceContents::Blob(b) => safe::line(&format!(
             "[blob {} {}, {} base64 chars]",
             b.uri,
             b.mime_type.as_deref().unwrap_or("application/octet-stream"),
             b.blob.len()
-        ),
+        )),
     }
 }
 
@@ -146,7 +158,7 @@ pub(crate) fn tool_text(r: &CallToolResult) -> String {
     if let Some(s) = &r.structured_content
         && !r.content.iter().any(|b| matches!(b, ContentBlock::Text(_)))
     {
-        out.push(serde_json::to_string_pretty(s).unwrap_or_default());
+        out.push(safe::json(s));
     }
     out.join("\n")
 }
@@ -155,7 +167,7 @@ pub(crate) fn tool_text(r: &CallToolResult) -> String {
 pub(crate) fn prompt_text(r: &GetPromptResult) -> String {
     let mut out = Vec::new();
     if let Some(d) = &r.description {
-        out.push(dim(d));
+        out.push(dim(&safe::text(d)));
     }
     for m in &r.messages {
         let role = match m.role {
@@ -177,15 +189,28 @@ pub(crate) fn resource_text(r: &ReadResourceResult) -> String {
 }
 
 /// The server's display name from a `serverInfo` value (META-11): title,
-/// else name and version.
+/// else name and version, as one safe line (the server chose every
+/// character of it).
 pub(crate) fn server_name(info: Option<&Value>) -> Option<String> {
     let info = info?;
     let name = info.get("name").and_then(Value::as_str)?;
     let version = info.get("version").and_then(Value::as_str).unwrap_or("");
-    Some(match info.get("title").and_then(Value::as_str) {
-        Some(t) => format!("{t} ({name} {version})"),
-        None => format!("{name} {version}").trim().to_owned(),
-    })
+    Some(safe::line(
+        &match info.get("title").and_then(Value::as_str) {
+            Some(t) => format!("{t} ({name} {version})"),
+            None => format!("{name} {version}").trim().to_owned(),
+        },
+    ))
+}
+
+/// Gives the terminal back as it was when a dialog is left waiting (the
+/// whole call's time ran out): out of raw mode, cursor shown.
+pub(crate) fn give_back_terminal() {
+    if std::io::stdin().is_terminal() {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let _ = crossterm::execute!(std::io::stderr(), crossterm::cursor::Show);
+        eprintln!();
+    }
 }
 
 /// One progress line: a 20-cell bar and the percentage when the total is

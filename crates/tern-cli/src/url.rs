@@ -1,12 +1,15 @@
 //! URL-mode consent in the terminal (DIGEST §5.1 "Client URL handling",
 //! SECURITY.md §3.10): the URL is shown with its host picked out and what
 //! could deceive named, before the person agrees to open it; nothing is
-//! fetched to show it.
+//! fetched to show it. The URL and its message are the server's text:
+//! shown safe, the URL whole up to [`safe::MAX_URL_CHARS`] (a longer one
+//! says so).
 
 use inquire::{InquireError, Select};
 use tern::types::{ElicitAction, ElicitResult};
 
-use crate::form::{Stop, header};
+use crate::form::{Stop, block, header};
+use crate::safe;
 use crate::ui::{bold, highlight, warn};
 
 /// A URL as the person should see it before consenting: normalised, with
@@ -32,7 +35,7 @@ pub(crate) fn inspect_url(raw: &str) -> UrlView {
         return UrlView {
             url: raw.to_owned(),
             host: "(not a valid URL)".to_owned(),
-            shown: raw.to_owned(),
+            shown: safe::url(raw),
             warnings: vec!["this is not a valid URL; it cannot be opened".to_owned()],
             openable: false,
         };
@@ -74,14 +77,23 @@ pub(crate) fn inspect_url(raw: &str) -> UrlView {
         warnings.push("the site is a bare IP address, not a domain name".to_owned());
     }
     let url = u.to_string();
-    let shown = match url.find(&hostport) {
-        Some(i) => format!(
+    let length = url.chars().count();
+    if length > safe::MAX_URL_CHARS {
+        warnings.push(format!(
+            "the URL is {length} characters long; only the first {} are shown",
+            safe::MAX_URL_CHARS
+        ));
+    }
+    // The parser percent-encodes what it keeps of controls and non-ASCII,
+    // and the pieces are shown safe all the same.
+    let shown = match url.split_once(&hostport) {
+        Some((before, after)) => format!(
             "{}{}{}",
-            &url[..i],
-            highlight(&hostport),
-            &url[i + hostport.len()..]
+            safe::url(before),
+            highlight(&safe::line(&hostport)),
+            safe::url(after)
         ),
-        None => url.clone(),
+        None => safe::url(&url),
     };
     UrlView {
         url,
@@ -94,11 +106,9 @@ pub(crate) fn inspect_url(raw: &str) -> UrlView {
 
 /// Shows a URL request block: message, full URL, host, warnings.
 pub(crate) fn show_url(view: &UrlView, message: &str) {
-    for line in message.lines() {
-        eprintln!("{} {}", bold("│"), line);
-    }
+    block(message);
     eprintln!("{} URL:  {}", bold("│"), view.shown);
-    eprintln!("{} Site: {}", bold("│"), highlight(&view.host));
+    eprintln!("{} Site: {}", bold("│"), highlight(&safe::line(&view.host)));
     for w in &view.warnings {
         eprintln!("{} {}", bold("│"), warn(&format!("⚠ {w}")));
     }
@@ -126,7 +136,11 @@ pub(crate) fn open_in_browser(url: &str) {
             return;
         }
     }
-    eprintln!("{} open this link in your browser: {url}", bold("│"));
+    eprintln!(
+        "{} open this link in your browser: {}",
+        bold("│"),
+        safe::url(url)
+    );
 }
 
 /// The URL-mode dialog: consent, open, then done or cancel (ELIC-10,

@@ -16,34 +16,22 @@
 //! with requests of its own on the call's stream, which the client answers
 //! through the same [`InputProvider`](crate::InputProvider) as an
 //! `input_required` round, so a caller sees the same forms and consent in
-//! both eras.
+//! both eras (the call itself: `legacy.rs`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
-use tern_proto::McpHeaders;
-use tern_proto::decode::Message;
 use tern_types::legacy::{
     Era, InitializeRequestParams, InitializeResult, LEGACY_VERSIONS, is_legacy_version,
     methods as legacy,
 };
 use tern_types::{
-    DiscoverResult, ElicitRequestParams, ErrorCode, ErrorObject, Implementation, InputRequest,
-    InputRequests, InputResponses, JsonRpcVersion, Request, RequestId, ServerCapabilities,
-    meta_keys, methods,
+    DiscoverResult, ErrorCode, ErrorObject, Implementation, ServerCapabilities, meta_keys, methods,
 };
 
 use crate::Error;
-use crate::client::{Call, Client, RoundEvent};
-use crate::mrtr::{answer_one, check_declared, target_of};
-use crate::provider::InputContext;
-use crate::transport::{OutboundRequest, OutboundResponse};
-
-/// `URLElicitationRequiredError` (2025-11-25 only; ERR-3 retires it).
-const URL_ELICITATION_REQUIRED: i64 = -32042;
-/// How often a call is sent again after its URL elicitations.
-const MAX_URL_RETRIES: u32 = 3;
+use crate::client::{Call, Client};
+use crate::legacy::Budget;
 
 /// How a client finds out which era its server speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -309,7 +297,11 @@ impl Client {
             params,
             opts: &opts,
         };
-        match self.send_legacy_once(&call, Some(&session.version)).await {
+        let mut budget = Budget::new(self.max_rounds(&opts));
+        match self
+            .send_legacy_once(&call, Some(&session.version), &mut budget)
+            .await
+        {
             Ok(_) => *set = Some(level.to_owned()),
             Err(e) => tracing::debug!(error = %e, "the server refused logging/setLevel"),
         }
@@ -339,270 +331,6 @@ impl Client {
             cache_scope: tern_types::CacheScope::default(),
             meta: Some(meta),
         })
-    }
-
-    /// One request of a legacy session: no modern `_meta`, only the
-    /// session's `MCP-Protocol-Version` (none for `initialize` itself). The
-    /// server's requests on the call's stream are answered as they come;
-    /// the request timeout bounds each wait for the server, never the time
-    /// a person takes to answer.
-    /// A call in a legacy session. A `-32042` answer (the request needs
-    /// URL-mode elicitations finished first) goes to the provider as URL
-    /// elicitations; once the person accepted them all, the call is sent
-    /// again, a few times at most (2025-11-25 URLElicitationRequiredError).
-    pub(crate) async fn send_legacy(
-        &self,
-        call: &Call<'_>,
-        version: Option<&str>,
-    ) -> Result<Map<String, Value>, Error> {
-        let mut tries = 0;
-        loop {
-            let e = match self.send_legacy_once(call, version).await {
-                Err(e)
-                    if e.remote_error()
-                        .is_some_and(|o| o.code.0 == URL_ELICITATION_REQUIRED) =>
-                {
-                    e
-                }
-                done => return done,
-            };
-            tries += 1;
-            if tries > MAX_URL_RETRIES || !self.open_urls(call, &e, tries).await? {
-                return Err(e);
-            }
-        }
-    }
-
-    /// Shows each URL elicitation of a `-32042` error to the provider;
-    /// true when every one was accepted.
-    async fn open_urls(&self, call: &Call<'_>, e: &Error, round: u32) -> Result<bool, Error> {
-        let listed = e
-            .remote_error()
-            .and_then(|o| o.data.as_ref())
-            .and_then(|d| d.get("elicitations"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if listed.is_empty() {
-            return Ok(false);
-        }
-        for elicitation in listed {
-            let method = methods::ELICITATION_CREATE;
-            let asked_for = json!({"method": method, "params": elicitation});
-            let input = serde_json::from_value::<InputRequest>(asked_for).map_err(|e| {
-                Error::protocol(format!("a -32042 error with a malformed elicitation: {e}"))
-            })?;
-            if !matches!(
-                input,
-                InputRequest::Elicitation(ElicitRequestParams::Url(_))
-            ) {
-                return Err(Error::protocol(
-                    "a -32042 error listing an elicitation that is not URL mode",
-                ));
-            }
-            check_declared(self.inner.provider.kinds(), method, &input)?;
-            let cx = InputContext {
-                method: call.method.to_owned(),
-                target: target_of(&call.params),
-                key: method.to_owned(),
-                round,
-                server_info: self.legacy_server_info(),
-                answer_within: None,
-            };
-            let answer = answer_one(self.inner.provider.as_ref(), cx, input).await?;
-            let accepted = serde_json::to_value(&answer)
-                .is_ok_and(|a| a.get("action") == Some(&json!("accept")));
-            if !accepted {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    async fn send_legacy_once(
-        &self,
-        call: &Call<'_>,
-        version: Option<&str>,
-    ) -> Result<Map<String, Value>, Error> {
-        let id = self.next_id();
-        let progress_token = call.opts.progress.then(|| json!(format!("progress-{id}")));
-        let mut params = call.params.clone();
-        let mut meta = Map::new();
-        if let Some(token) = &progress_token {
-            meta.insert(meta_keys::PROGRESS_TOKEN.into(), token.clone());
-        }
-        if let Some(tp) = &call.opts.traceparent {
-            meta.insert(meta_keys::TRACEPARENT.into(), json!(tp));
-        }
-        if !meta.is_empty() {
-            params.insert("_meta".into(), Value::Object(meta));
-        }
-        let request = Request {
-            jsonrpc: JsonRpcVersion,
-            id: id.clone(),
-            method: call.method.to_owned(),
-            params: Some(params),
-        };
-        let body = serde_json::to_vec(&request).map_err(|e| Error::usage(e.to_string()))?;
-        let headers = session_headers(version);
-        let out = OutboundRequest {
-            id: id.clone(),
-            method: call.method.to_owned(),
-            body: Bytes::from(body),
-            headers: headers.clone(),
-            progress_token,
-        };
-        let wait = self.inner.request_timeout;
-        let mut frames = tokio::time::timeout(wait, self.inner.transport.request(out))
-            .await
-            .map_err(|_| {
-                Error::timeout(format!("{} could not be sent within {wait:?}", call.method))
-            })??;
-        let mut asked = 0;
-        loop {
-            let frame = tokio::time::timeout(wait, frames.next())
-                .await
-                .map_err(|_| {
-                    Error::timeout(format!(
-                        "no word from the server on {} within {wait:?}",
-                        call.method
-                    ))
-                })?;
-            let Some(frame) = frame else {
-                return Err(Error::transport(format!(
-                    "the response stream of {} ended without a response",
-                    call.method
-                )));
-            };
-            match frame? {
-                Message::Notification(n) => {
-                    if let Some(h) = &call.opts.on_notification {
-                        h(&n);
-                    }
-                }
-                Message::Result(r) if r.id == id => return Ok(r.result),
-                Message::Error(e) if e.id.is_none() || e.id.as_ref() == Some(&id) => {
-                    return Err(Error::remote(e.error));
-                }
-                Message::Result(_) | Message::Error(_) => {
-                    return Err(Error::protocol("a response for another request id"));
-                }
-                Message::Request(r) => {
-                    asked += 1;
-                    self.serve_request(call, r, asked, &headers).await?;
-                }
-            }
-        }
-    }
-
-    /// Answers one request the server sent during `call`. Input requests go
-    /// through the provider exactly as an `input_required` round would
-    /// (the capability gate first, MRTR-C-A2); the key is the method name,
-    /// as legacy requests have none. A refusal is reported to the server
-    /// and ends the call locally (MRTR-C4).
-    async fn serve_request(
-        &self,
-        call: &Call<'_>,
-        request: Request,
-        asked: u32,
-        headers: &McpHeaders,
-    ) -> Result<(), Error> {
-        let method = request.method.clone();
-        let mut ended = None;
-        let outcome: Result<Value, ErrorObject> = match method.as_str() {
-            legacy::PING => Ok(json!({})),
-            methods::ELICITATION_CREATE
-            | methods::SAMPLING_CREATE_MESSAGE
-            | methods::ROOTS_LIST => {
-                let asked_for = json!({"method": method, "params": request.params});
-                match serde_json::from_value::<InputRequest>(asked_for) {
-                    Err(e) => Err(ErrorObject::new(
-                        ErrorCode::INVALID_PARAMS,
-                        format!("malformed {method} request: {e}"),
-                    )),
-                    Ok(input) => match check_declared(self.inner.provider.kinds(), &method, &input)
-                    {
-                        Err(e) => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, e.to_string())),
-                        Ok(()) => {
-                            let mut requests = InputRequests::new();
-                            requests.insert(method.clone(), input.clone());
-                            call.opts.emit(&RoundEvent::InputRequired {
-                                round: asked,
-                                input_requests: &requests,
-                                request_state: None,
-                            });
-                            let cx = InputContext {
-                                method: call.method.to_owned(),
-                                target: target_of(&call.params),
-                                key: method.clone(),
-                                round: asked,
-                                server_info: self.legacy_server_info(),
-                                answer_within: None,
-                            };
-                            match answer_one(self.inner.provider.as_ref(), cx, input).await {
-                                Ok(answer) => {
-                                    let mut responses = InputResponses::new();
-                                    responses.insert(method.clone(), &answer);
-                                    call.opts.emit(&RoundEvent::Answered {
-                                        round: asked,
-                                        responses: &responses,
-                                    });
-                                    serde_json::to_value(&answer).map_err(|e| {
-                                        ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string())
-                                    })
-                                }
-                                Err(e) => {
-                                    let refusal =
-                                        ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string());
-                                    ended = Some(e);
-                                    Err(refusal)
-                                }
-                            }
-                        }
-                    },
-                }
-            }
-            other => Err(ErrorObject::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("this client does not serve {other}"),
-            )),
-        };
-        self.respond(request.id, outcome, headers).await?;
-        ended.map_or(Ok(()), Err)
-    }
-
-    async fn respond(
-        &self,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-        headers: &McpHeaders,
-    ) -> Result<(), Error> {
-        let message = match outcome {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-        };
-        let body = serde_json::to_vec(&message).map_err(|e| Error::usage(e.to_string()))?;
-        self.inner
-            .transport
-            .respond(OutboundResponse {
-                id,
-                body: Bytes::from(body),
-                headers: headers.clone(),
-            })
-            .await
-    }
-
-    fn legacy_server_info(&self) -> Option<Value> {
-        self.initialize_result()
-            .and_then(|i| serde_json::to_value(i.server_info).ok())
-    }
-}
-
-/// A legacy session's headers: its version, nothing mirrored.
-fn session_headers(version: Option<&str>) -> McpHeaders {
-    McpHeaders {
-        protocol_version: version.map(str::to_owned),
-        ..McpHeaders::default()
     }
 }
 

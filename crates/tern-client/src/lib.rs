@@ -25,21 +25,23 @@ mod cancel;
 mod client;
 mod era;
 mod error;
+mod legacy;
 mod mrtr;
+mod options;
 mod provider;
 mod race;
 mod transport;
 mod xmh;
 
 pub use cancel::CancelToken;
-pub use client::{
-    CallOptions, Client, ClientBuilder, NotificationHandler, RoundEvent, RoundObserver,
-};
+pub use client::{Client, ClientBuilder};
 pub use era::EraPolicy;
 pub use error::Error;
+pub use legacy::MAX_OTHER_SERVER_REQUESTS;
 pub use mrtr::{
     FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, PendingCall, Step,
 };
+pub use options::{CallOptions, NotificationHandler, RoundEvent, RoundObserver};
 pub use provider::{InputContext, InputKinds, InputProvider, NoInput, Refusal};
 pub use tern_types::legacy::Era;
 pub use transport::{

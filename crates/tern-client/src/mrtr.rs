@@ -24,9 +24,8 @@ use tern_types::{
 };
 
 use crate::Error;
-use crate::client::{
-    Call, CallOptions, Client, RoundEvent, parse_result, prompt_params, result_type,
-};
+use crate::client::{Call, Client, parse_result, prompt_params, result_type};
+use crate::options::{CallOptions, RoundEvent};
 use crate::provider::{InputContext, InputKinds, InputProvider};
 use crate::race::{cancellable, catch_panic, join_all};
 
@@ -445,7 +444,8 @@ impl Client {
         }
     }
 
-    fn max_rounds(&self, opts: &CallOptions) -> u32 {
+    /// The round ceiling of a call: the lower of its own and the client's.
+    pub(crate) fn max_rounds(&self, opts: &CallOptions) -> u32 {
         opts.max_rounds
             .map_or(self.inner.max_rounds, |r| r.min(self.inner.max_rounds))
     }

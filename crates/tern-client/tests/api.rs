@@ -3,6 +3,7 @@
 
 mod api {
     mod flows;
+    mod legacy;
     mod observe;
     mod scripted;
     mod support;

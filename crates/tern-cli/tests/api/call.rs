@@ -34,9 +34,10 @@ both! {
         assert_eq!(r.stdout.trim(), "hello there");
     };
     deploy_approved => |t: Target| {
+        // No terminal, --root or --yes: no root is offered (ROOT-C2).
         t.call_with(APPROVE, &["tool", "deploy", "environment=staging"])
             .ok()
-            .says("deployed to staging with 1 workspace root(s)");
+            .says("deployed to staging with 0 workspace root(s)");
     };
     deploy_with_yes_and_two_roots => |t: Target| {
         let a = t.dir().join("a");

@@ -192,7 +192,7 @@ fn timeout_and_completions() {
     let url = format!("http://{}/mcp", silent.local_addr().unwrap());
     tern(&["call", &url, "tool", "echo", "text=x", "--timeout", "1"])
         .failed(3)
-        .says("the call did not finish within 1 s (--timeout)");
+        .says("the call did not finish within 1 s (--timeout SECS; 0 for no limit)");
     for shell in ["bash", "zsh", "fish"] {
         let r = tern(&["completions", shell]);
         r.ok();

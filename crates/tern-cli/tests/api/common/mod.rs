@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tempfile::TempDir;
 
+pub mod hostile;
+
 /// The binary under test.
 pub fn tern_bin() -> &'static str {
     env!("CARGO_BIN_EXE_tern")

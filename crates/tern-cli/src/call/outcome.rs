@@ -1,0 +1,144 @@
+//! How a finished call is printed and which exit code it gives (README,
+//! "Exit codes"). The result is the server's text: printed safe, as plain
+//! text or as JSON whose strings escape everything a terminal could obey.
+
+use std::process::ExitCode;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tern::client::Error;
+
+use super::report::Reporter;
+use crate::provider::TerminalProvider;
+use crate::{exit, safe};
+
+/// How a finished call is printed.
+pub(super) struct Out {
+    /// `--json`.
+    pub(super) json: bool,
+    /// `--restart`.
+    pub(super) restart: bool,
+    /// The server's URL, to name in transport errors.
+    pub(super) url: Option<String>,
+}
+
+/// What `--json` prints.
+#[derive(Serialize)]
+struct JsonOut<'a, T: Serialize> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+    rounds: Vec<Value>,
+}
+
+/// Prints a finished call and picks the exit code: 0; 1 for a tool error
+/// result, or 4 when the person declined what the server asked. `text`
+/// gives the result as safe text, and whether it is a tool error.
+pub(super) fn finish<T: Serialize>(
+    r: Result<T, Error>,
+    out: &Out,
+    rep: &Reporter,
+    provider: &TerminalProvider,
+    text: impl Fn(&T) -> (String, bool),
+) -> ExitCode {
+    match r {
+        Ok(result) => {
+            let (body, is_error) = text(&result);
+            if out.json {
+                let out = JsonOut {
+                    result: Some(&result),
+                    error: None,
+                    rounds: rep.rounds(),
+                };
+                println!("{}", safe::json(&out));
+            } else if is_error {
+                eprintln!("tern: the tool reported an error:");
+                println!("{body}");
+            } else {
+                println!("{body}");
+            }
+            match (is_error, rep.declined()) {
+                (false, _) => exit::code(exit::DONE),
+                (true, false) => exit::code(exit::FAILED),
+                (true, true) => exit::code(exit::REFUSED),
+            }
+        }
+        Err(e) => report_error(&e, out, rep, provider),
+    }
+}
+
+/// Prints a failed call (JSON-RPC errors with their code and data, a
+/// transport failure with its cause) and picks the exit code.
+pub(super) fn report_error(
+    e: &Error,
+    out: &Out,
+    rep: &Reporter,
+    provider: &TerminalProvider,
+) -> ExitCode {
+    if provider.interrupted() {
+        eprintln!("tern: cancelled");
+        return exit::code(exit::INTERRUPTED);
+    }
+    if out.json {
+        let error = match e.remote_error() {
+            Some(o) => serde_json::to_value(o).unwrap_or(Value::Null),
+            None => json!({"message": exit::explain(e, out.url.as_deref())}),
+        };
+        let out: JsonOut<'_, ()> = JsonOut {
+            result: None,
+            error: Some(error),
+            rounds: rep.rounds(),
+        };
+        println!("{}", safe::json(&out));
+    }
+    eprintln!("tern: {}", exit::explain(e, out.url.as_deref()));
+    if let Some(d) = e.remote_error().and_then(|o| o.data.as_ref()) {
+        eprintln!("tern: error data: {}", safe::line(&d.to_string()));
+    }
+    if let Some(hint) = capability_hint(e) {
+        eprintln!("tern: the server needs a kind of input this call did not offer: {hint}");
+    }
+    let code = if e.is_refused() && provider.lacked_terminal() {
+        exit::USAGE
+    } else if e.is_refused() || (e.is_remote() && rep.declined()) {
+        exit::REFUSED
+    } else if e.is_remote() && !e.is_capability() {
+        exit::FAILED
+    } else {
+        exit::PROTOCOL
+    };
+    exit::code(code)
+}
+
+/// For a `-32021`, what would offer the input the server needs: for each
+/// capability in `data.requiredCapabilities` (META-S10), or for every kind
+/// when it names none.
+fn capability_hint(e: &Error) -> Option<String> {
+    if !(e.is_capability() && e.is_remote()) {
+        return None;
+    }
+    const HINTS: [(&str, &str); 3] = [
+        (
+            "sampling",
+            "for sampling pass --sampling-cmd or --model-url (or answer in a terminal)",
+        ),
+        ("elicitation", "for forms and links drop --no-elicitation"),
+        (
+            "roots",
+            "for roots pass --root DIR to share a directory, or --yes to share the current one (a terminal asks instead), and drop --no-roots",
+        ),
+    ];
+    let named = e
+        .remote_error()
+        .and_then(|o| o.data.as_ref())
+        .and_then(|d| d.get("requiredCapabilities"))
+        .and_then(Value::as_object)
+        .filter(|caps| HINTS.iter().any(|(k, _)| caps.contains_key(*k)));
+    let hints: Vec<&str> = HINTS
+        .iter()
+        .filter(|(kind, _)| named.is_none_or(|caps| caps.contains_key(*kind)))
+        .map(|(_, hint)| *hint)
+        .collect();
+    Some(hints.join("; "))
+}

@@ -1,0 +1,425 @@
+//! One call of a 2025-11-25 session (DIGEST §3.4): the request, the
+//! server's own requests on the call's stream, and the budget that bounds
+//! them.
+//!
+//! A legacy server asks for input with requests of its own while the call
+//! is open. Each goes through the same [`InputProvider`](crate::InputProvider)
+//! and capability gate as an `input_required` round (MRTR-C-A2), and each
+//! counts as a round against the call's ceiling (MRTR-C-A3): a server that
+//! asks a thousand times gets the ceiling, then the call ends locally.
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use tern_proto::McpHeaders;
+use tern_proto::decode::Message;
+use tern_types::legacy::methods as legacy;
+use tern_types::{
+    ElicitRequestParams, ErrorCode, ErrorObject, InputRequest, InputRequests, InputResponses,
+    JsonRpcVersion, Request, RequestId, methods,
+};
+
+use crate::Error;
+use crate::client::{Call, Client};
+use crate::mrtr::{MAX_INPUT_REQUESTS, answer_one, check_declared, target_of};
+use crate::options::RoundEvent;
+use crate::provider::InputContext;
+use crate::transport::{OutboundRequest, OutboundResponse};
+
+/// `URLElicitationRequiredError` (2025-11-25 only; ERR-3 retires it).
+const URL_ELICITATION_REQUIRED: i64 = -32042;
+/// How often a call is sent again after its URL elicitations.
+const MAX_URL_RETRIES: u32 = 3;
+
+/// The most requests other than for input (`ping`, methods this client
+/// does not serve) a 2025-11-25 server may send during one call. Each is
+/// answered at once; past this many the call ends as a protocol violation,
+/// so a flood of them cannot keep a call busy.
+pub const MAX_OTHER_SERVER_REQUESTS: u32 = 100;
+
+/// What one legacy call has used: its rounds (the call's first request is
+/// round 1; each of the server's requests for input, and each time the
+/// call is sent again after a `-32042`, starts the next) and the server's
+/// other requests.
+pub(crate) struct Budget {
+    max_rounds: u32,
+    round: u32,
+    other: u32,
+}
+
+impl Budget {
+    /// A fresh budget of at most `max_rounds` rounds.
+    pub(crate) fn new(max_rounds: u32) -> Self {
+        Budget {
+            max_rounds,
+            round: 1,
+            other: 0,
+        }
+    }
+
+    /// Starts the next round for `what`, or refuses it past the ceiling,
+    /// with the words a modern flow past its ceiling gets. Returns the
+    /// round that asked (the one being answered).
+    fn next_round(&mut self, method: &str, what: &str) -> Result<u32, Error> {
+        if self.round >= self.max_rounds {
+            return Err(Error::round_limit(format!(
+                "the flow needs more than {} rounds: the server's {what} during {method} would start round {}",
+                self.max_rounds,
+                self.round + 1
+            )));
+        }
+        self.round += 1;
+        Ok(self.round - 1)
+    }
+
+    /// Counts one request that is not for input.
+    fn other(&mut self, method: &str, what: &str) -> Result<(), Error> {
+        self.other += 1;
+        if self.other > MAX_OTHER_SERVER_REQUESTS {
+            return Err(Error::protocol(format!(
+                "the server sent more than {MAX_OTHER_SERVER_REQUESTS} requests other than for input during {method} (the last: {what})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Client {
+    /// A call in a legacy session. A `-32042` answer (the request needs
+    /// URL-mode elicitations finished first) goes to the provider as URL
+    /// elicitations; once the person accepted them all, the call is sent
+    /// again, a few times at most (2025-11-25 URLElicitationRequiredError),
+    /// each time a round of the call's budget.
+    pub(crate) async fn send_legacy(
+        &self,
+        call: &Call<'_>,
+        version: Option<&str>,
+    ) -> Result<Map<String, Value>, Error> {
+        let mut budget = Budget::new(self.max_rounds(call.opts));
+        let mut tries = 0;
+        loop {
+            let e = match self.send_legacy_once(call, version, &mut budget).await {
+                Err(e)
+                    if e.remote_error()
+                        .is_some_and(|o| o.code.0 == URL_ELICITATION_REQUIRED) =>
+                {
+                    e
+                }
+                done => return done,
+            };
+            tries += 1;
+            if tries > MAX_URL_RETRIES || !self.open_urls(call, &e, tries).await? {
+                return Err(e);
+            }
+            budget.next_round(call.method, "request to send the call again")?;
+        }
+    }
+
+    /// Shows each URL elicitation of a `-32042` error to the provider;
+    /// true when every one was accepted. At most [`MAX_INPUT_REQUESTS`]
+    /// of them, as in one interim result (SECURITY.md §3.10).
+    async fn open_urls(&self, call: &Call<'_>, e: &Error, round: u32) -> Result<bool, Error> {
+        let listed = e
+            .remote_error()
+            .and_then(|o| o.data.as_ref())
+            .and_then(|d| d.get("elicitations"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if listed.is_empty() {
+            return Ok(false);
+        }
+        if listed.len() > MAX_INPUT_REQUESTS {
+            return Err(Error::protocol(format!(
+                "a -32042 error listing {} elicitations exceeds {MAX_INPUT_REQUESTS}",
+                listed.len()
+            )));
+        }
+        for elicitation in listed {
+            let method = methods::ELICITATION_CREATE;
+            let asked_for = json!({"method": method, "params": elicitation});
+            let input = serde_json::from_value::<InputRequest>(asked_for).map_err(|e| {
+                Error::protocol(format!("a -32042 error with a malformed elicitation: {e}"))
+            })?;
+            if !matches!(
+                input,
+                InputRequest::Elicitation(ElicitRequestParams::Url(_))
+            ) {
+                return Err(Error::protocol(
+                    "a -32042 error listing an elicitation that is not URL mode",
+                ));
+            }
+            check_declared(self.inner.provider.kinds(), method, &input)?;
+            let cx = InputContext {
+                method: call.method.to_owned(),
+                target: target_of(&call.params),
+                key: method.to_owned(),
+                round,
+                server_info: self.legacy_server_info(),
+                answer_within: None,
+            };
+            let answer = answer_one(self.inner.provider.as_ref(), cx, input).await?;
+            let accepted = serde_json::to_value(&answer)
+                .is_ok_and(|a| a.get("action") == Some(&json!("accept")));
+            if !accepted {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// One request of a legacy session: no modern `_meta`, only the
+    /// session's `MCP-Protocol-Version` (none for `initialize` itself). The
+    /// server's requests on the call's stream are answered as they come,
+    /// within `budget`; the request timeout bounds each wait for the
+    /// server, never the time a person takes to answer.
+    pub(crate) async fn send_legacy_once(
+        &self,
+        call: &Call<'_>,
+        version: Option<&str>,
+        budget: &mut Budget,
+    ) -> Result<Map<String, Value>, Error> {
+        let id = self.next_id();
+        let progress_token = call.opts.progress.then(|| json!(format!("progress-{id}")));
+        let mut params = call.params.clone();
+        let mut meta = Map::new();
+        if let Some(token) = &progress_token {
+            meta.insert(tern_types::meta_keys::PROGRESS_TOKEN.into(), token.clone());
+        }
+        if let Some(tp) = &call.opts.traceparent {
+            meta.insert(tern_types::meta_keys::TRACEPARENT.into(), json!(tp));
+        }
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        let request = Request {
+            jsonrpc: JsonRpcVersion,
+            id: id.clone(),
+            method: call.method.to_owned(),
+            params: Some(params),
+        };
+        let body = serde_json::to_vec(&request).map_err(|e| Error::usage(e.to_string()))?;
+        let headers = session_headers(version);
+        let out = OutboundRequest {
+            id: id.clone(),
+            method: call.method.to_owned(),
+            body: Bytes::from(body),
+            headers: headers.clone(),
+            progress_token,
+        };
+        let wait = self.inner.request_timeout;
+        let mut frames = tokio::time::timeout(wait, self.inner.transport.request(out))
+            .await
+            .map_err(|_| {
+                Error::timeout(format!("{} could not be sent within {wait:?}", call.method))
+            })??;
+        loop {
+            let frame = tokio::time::timeout(wait, frames.next())
+                .await
+                .map_err(|_| {
+                    Error::timeout(format!(
+                        "no word from the server on {} within {wait:?}",
+                        call.method
+                    ))
+                })?;
+            let Some(frame) = frame else {
+                return Err(Error::transport(format!(
+                    "the response stream of {} ended without a response",
+                    call.method
+                )));
+            };
+            match frame? {
+                Message::Notification(n) => {
+                    if let Some(h) = &call.opts.on_notification {
+                        h(&n);
+                    }
+                }
+                Message::Result(r) if r.id == id => return Ok(r.result),
+                Message::Error(e) if e.id.is_none() || e.id.as_ref() == Some(&id) => {
+                    return Err(Error::remote(e.error));
+                }
+                Message::Result(_) | Message::Error(_) => {
+                    return Err(Error::protocol("a response for another request id"));
+                }
+                Message::Request(r) => self.serve_request(call, r, budget, &headers).await?,
+            }
+        }
+    }
+
+    /// Answers one request the server sent during `call`. A request for
+    /// input starts a round of `budget` first; past the ceiling it is
+    /// answered with an error and the call ends locally (MRTR-C-A3). Input
+    /// requests go through the provider exactly as an `input_required`
+    /// round would (the capability gate first, MRTR-C-A2); the key is the
+    /// method name, as legacy requests have none. A refusal is reported to
+    /// the server and ends the call locally (MRTR-C4).
+    async fn serve_request(
+        &self,
+        call: &Call<'_>,
+        request: Request,
+        budget: &mut Budget,
+        headers: &McpHeaders,
+    ) -> Result<(), Error> {
+        let method = request.method.clone();
+        let is_input = matches!(
+            method.as_str(),
+            methods::ELICITATION_CREATE | methods::SAMPLING_CREATE_MESSAGE | methods::ROOTS_LIST
+        );
+        let counted = if is_input {
+            budget
+                .next_round(call.method, &format!("{method} request"))
+                .map(Some)
+        } else {
+            budget
+                .other(call.method, &format!("{method} request"))
+                .map(|()| None)
+        };
+        let round = match counted {
+            Ok(round) => round,
+            Err(e) => {
+                let refusal = ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string());
+                self.respond(request.id, Err(refusal), headers).await?;
+                return Err(e);
+            }
+        };
+        let mut ended = None;
+        let outcome = match (method.as_str(), round) {
+            (legacy::PING, _) => Ok(json!({})),
+            (_, Some(round)) => {
+                match self.serve_input(call, &method, request.params, round).await {
+                    Ok(v) => Ok(v),
+                    Err((refusal, e)) => {
+                        ended = e;
+                        Err(refusal)
+                    }
+                }
+            }
+            (other, None) => Err(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("this client does not serve {other}"),
+            )),
+        };
+        self.respond(request.id, outcome, headers).await?;
+        ended.map_or(Ok(()), Err)
+    }
+
+    /// One request for input, as round `round` of the call: the answer, or
+    /// the error for the server and, when the call must end, why.
+    async fn serve_input(
+        &self,
+        call: &Call<'_>,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        round: u32,
+    ) -> Result<Value, (ErrorObject, Option<Error>)> {
+        let asked_for = json!({"method": method, "params": params});
+        let input = serde_json::from_value::<InputRequest>(asked_for).map_err(|e| {
+            let why = format!("malformed {method} request: {e}");
+            (ErrorObject::new(ErrorCode::INVALID_PARAMS, why), None)
+        })?;
+        check_declared(self.inner.provider.kinds(), method, &input).map_err(|e| {
+            (
+                ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, e.to_string()),
+                None,
+            )
+        })?;
+        let mut requests = InputRequests::new();
+        requests.insert(method.to_owned(), input.clone());
+        call.opts.emit(&RoundEvent::InputRequired {
+            round,
+            input_requests: &requests,
+            request_state: None,
+        });
+        let cx = InputContext {
+            method: call.method.to_owned(),
+            target: target_of(&call.params),
+            key: method.to_owned(),
+            round,
+            server_info: self.legacy_server_info(),
+            answer_within: None,
+        };
+        match answer_one(self.inner.provider.as_ref(), cx, input).await {
+            Ok(answer) => {
+                let mut responses = InputResponses::new();
+                responses.insert(method.to_owned(), &answer);
+                call.opts.emit(&RoundEvent::Answered {
+                    round,
+                    responses: &responses,
+                });
+                serde_json::to_value(&answer).map_err(|e| {
+                    (
+                        ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string()),
+                        None,
+                    )
+                })
+            }
+            Err(e) => Err((
+                ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string()),
+                Some(e),
+            )),
+        }
+    }
+
+    async fn respond(
+        &self,
+        id: RequestId,
+        outcome: Result<Value, ErrorObject>,
+        headers: &McpHeaders,
+    ) -> Result<(), Error> {
+        let message = match outcome {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        };
+        let body = serde_json::to_vec(&message).map_err(|e| Error::usage(e.to_string()))?;
+        self.inner
+            .transport
+            .respond(OutboundResponse {
+                id,
+                body: Bytes::from(body),
+                headers: headers.clone(),
+            })
+            .await
+    }
+
+    fn legacy_server_info(&self) -> Option<Value> {
+        self.initialize_result()
+            .and_then(|i| serde_json::to_value(i.server_info).ok())
+    }
+}
+
+/// A legacy session's headers: its version, nothing mirrored.
+fn session_headers(version: Option<&str>) -> McpHeaders {
+    McpHeaders {
+        protocol_version: version.map(str::to_owned),
+        ..McpHeaders::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_allows_the_rounds_a_modern_flow_would_take() {
+        // A modern flow of at most 3 rounds answers rounds 1 and 2.
+        let mut b = Budget::new(3);
+        assert_eq!(b.next_round("tools/call", "roots/list request").unwrap(), 1);
+        assert_eq!(b.next_round("tools/call", "roots/list request").unwrap(), 2);
+        let e = b
+            .next_round("tools/call", "roots/list request")
+            .unwrap_err();
+        assert!(e.is_round_limit());
+        assert_eq!(
+            e.to_string(),
+            "round limit: the flow needs more than 3 rounds: the server's roots/list request during tools/call would start round 4"
+        );
+        let mut b = Budget::new(1);
+        for _ in 0..MAX_OTHER_SERVER_REQUESTS {
+            b.other("tools/call", "ping request").unwrap();
+        }
+        assert!(
+            b.other("tools/call", "ping request")
+                .unwrap_err()
+                .is_protocol()
+        );
+    }
+}

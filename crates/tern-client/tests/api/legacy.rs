@@ -1,0 +1,250 @@
+//! A hostile 2025-11-25 server against the client's call budget: a server
+//! that asks for input a thousand times in one call gets the round ceiling
+//! (MRTR-C-A3), a flood of pings gets `MAX_OTHER_SERVER_REQUESTS`, and a
+//! `-32042` listing more URLs than an interim result may carry is refused
+//! before anything is shown (SECURITY.md §3.10).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tern_client::{
+    BoxFuture, CallOptions, Client, EraPolicy, Error, Frames, MAX_INPUT_REQUESTS,
+    MAX_OTHER_SERVER_REQUESTS, OutboundNotification, OutboundRequest, OutboundResponse, Transport,
+};
+use tern_proto::decode::{Limits, Message, decode_message};
+use tern_types::ElicitValue;
+use tokio::sync::mpsc;
+
+use super::support::{Canned, obj, text};
+
+fn message(v: &Value) -> Message {
+    decode_message(&serde_json::to_vec(v).unwrap(), &Limits::default()).unwrap()
+}
+
+/// A legacy server that answers `initialize`, then meets every
+/// `tools/call` with up to `times` requests of its own (`ask`), one at a
+/// time, each waiting for the client's answer; then the result.
+#[derive(Clone)]
+struct Asking {
+    ask: Value,
+    times: usize,
+    /// The client's answers, in order.
+    answers: Arc<Mutex<Vec<Value>>>,
+    inbox: Arc<Mutex<Option<mpsc::UnboundedSender<()>>>>,
+}
+
+impl Asking {
+    fn new(ask: Value, times: usize) -> Self {
+        Asking {
+            ask,
+            times,
+            answers: Arc::default(),
+            inbox: Arc::default(),
+        }
+    }
+
+    fn answers(&self) -> Vec<Value> {
+        self.answers.lock().unwrap().clone()
+    }
+}
+
+impl Transport for Asking {
+    fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, Error>> {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let id = body["id"].clone();
+        Box::pin(async move {
+            if body["method"] == "initialize" {
+                return Ok(Frames::ready(message(&json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "asking", "version": "1"}}}))));
+            }
+            let (tx, rx) = mpsc::channel(4);
+            let (in_tx, mut in_rx) = mpsc::unbounded_channel();
+            *self.inbox.lock().unwrap() = Some(in_tx);
+            let (ask, times) = (self.ask.clone(), self.times);
+            tokio::spawn(async move {
+                for n in 0..times {
+                    let mut r = ask.clone();
+                    r["jsonrpc"] = json!("2.0");
+                    r["id"] = json!(format!("s{n}"));
+                    if tx.send(Ok(message(&r))).await.is_err() {
+                        return;
+                    }
+                    // The client answers, or gives up on the call; after a
+                    // refusal it is gone, though a hostile server would ask
+                    // again all the same.
+                    if in_rx.recv().await.is_none() {
+                        return;
+                    }
+                }
+                let done = json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": "done"}]}});
+                let _ = tx.send(Ok(message(&done))).await;
+            });
+            Ok(Frames::new(rx))
+        })
+    }
+
+    fn notify(&self, _n: OutboundNotification) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn respond(&self, response: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
+        let body: Value = serde_json::from_slice(&response.body).unwrap();
+        self.answers.lock().unwrap().push(body);
+        if let Some(inbox) = self.inbox.lock().unwrap().as_ref() {
+            let _ = inbox.send(());
+        }
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn client(t: &Asking, provider: Canned) -> Client {
+    Client::builder(t.clone())
+        .era(EraPolicy::Legacy)
+        .provider(provider)
+        .build()
+}
+
+#[tokio::test]
+async fn a_thousand_roots_requests_get_the_round_ceiling() {
+    // MRTR-C-A3: 10 rounds by default, the call's first request being the
+    // first, so 9 of the server's requests are answered, as a modern flow
+    // answers 9 interim results.
+    let t = Asking::new(json!({"method": "roots/list"}), 1000);
+    let provider = Canned::default();
+    let e = client(&t, provider.clone())
+        .call_tool("list", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert!(e.is_round_limit(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "round limit: the flow needs more than 10 rounds: the server's roots/list request during tools/call would start round 11"
+    );
+    let answers = t.answers();
+    assert_eq!(answers.len(), 10, "nine answers, then the refusal");
+    for a in &answers[..9] {
+        assert_eq!(a["result"], json!({"roots": [{"uri": "file:///work"}]}));
+    }
+    assert_eq!(answers[9]["error"]["code"], -32603);
+    assert_eq!(answers[9]["error"]["message"], e.to_string());
+    let asked = provider.asked.lock().unwrap();
+    let rounds: Vec<u32> = asked.iter().map(|cx| cx.round).collect();
+    assert_eq!(rounds, (1..=9).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn the_ceiling_of_the_call_options_applies_to_forms_too() {
+    let form = json!({"method": "elicitation/create", "params": {"mode": "form",
+        "message": "Again?", "requestedSchema": {"type": "object",
+            "properties": {"ok": {"type": "boolean"}}}}});
+    let t = Asking::new(form, 1000);
+    let provider = Canned::accepting(&[("ok", ElicitValue::Bool(true))]);
+    let c = client(&t, provider.clone());
+    let e = c
+        .call_tool_with("again", obj(json!({})), &CallOptions::new().max_rounds(3))
+        .await
+        .unwrap_err();
+    assert!(e.is_round_limit(), "{e}");
+    assert!(
+        e.to_string()
+            .contains("the flow needs more than 3 rounds: the server's elicitation/create request"),
+        "{e}"
+    );
+    assert_eq!(provider.asked.lock().unwrap().len(), 2);
+    let answers = t.answers();
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0]["result"]["action"], "accept");
+    assert_eq!(answers[1]["result"]["content"], json!({"ok": true}));
+    assert_eq!(answers[2]["error"]["code"], -32603);
+}
+
+#[tokio::test]
+async fn a_server_within_the_ceiling_completes() {
+    let t = Asking::new(json!({"method": "roots/list"}), 9);
+    let r = client(&t, Canned::default())
+        .call_tool("list", obj(json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "done");
+    assert_eq!(t.answers().len(), 9);
+}
+
+#[tokio::test]
+async fn a_flood_of_pings_ends_the_call() {
+    let t = Asking::new(json!({"method": "ping"}), 100_000);
+    let e = client(&t, Canned::default())
+        .call_tool("slow", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert!(e.is_protocol() && !e.is_round_limit(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "protocol violation by the server: the server sent more than {MAX_OTHER_SERVER_REQUESTS} requests other than for input during tools/call (the last: ping request)"
+        )
+    );
+    let answers = t.answers();
+    assert_eq!(answers.len(), MAX_OTHER_SERVER_REQUESTS as usize + 1);
+    assert!(answers[..100].iter().all(|a| a["result"] == json!({})));
+    assert_eq!(answers[100]["error"]["code"], -32603);
+}
+
+#[tokio::test]
+async fn undeclared_requests_count_against_the_ceiling() {
+    // Sampling is not declared: each request is answered -32601 (MRTR-C-A2)
+    // and still counts, so refusing is no way around the ceiling.
+    let ask = json!({"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 10}});
+    let t = Asking::new(ask, 1000);
+    let provider = Canned {
+        kinds: Some(tern_client::InputKinds::NONE.with_roots()),
+        ..Canned::default()
+    };
+    let e = client(&t, provider.clone())
+        .call_tool("s", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert!(e.is_round_limit(), "{e}");
+    let answers = t.answers();
+    assert_eq!(answers.len(), 10);
+    assert!(answers[..9].iter().all(|a| a["error"]["code"] == -32601));
+    assert!(provider.asked.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_32042_listing_too_many_urls_is_refused_unseen() {
+    let urls: Vec<Value> = (0..=MAX_INPUT_REQUESTS)
+        .map(|i| {
+            json!({"mode": "url", "elicitationId": format!("e{i}"),
+            "url": format!("https://auth.example.com/{i}"), "message": "Sign in"})
+        })
+        .collect();
+    let t = super::support::Scripted::new(move |body, _| match body["method"].as_str() {
+        Some("initialize") => {
+            super::support::Answer::Result(json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}}))
+        }
+        _ => super::support::Answer::Error(json!({"code": -32042, "message": "sign in",
+            "data": {"elicitations": urls}})),
+    });
+    let provider = Canned {
+        kinds: Some(tern_client::InputKinds::NONE.with_url()),
+        ..Canned::default()
+    };
+    let e = Client::builder(t.clone())
+        .era(EraPolicy::Legacy)
+        .provider(provider.clone())
+        .build()
+        .call_tool("sync", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert!(e.is_protocol(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "protocol violation by the server: a -32042 error listing 17 elicitations exceeds 16"
+    );
+    assert!(provider.asked.lock().unwrap().is_empty());
+}
