@@ -302,6 +302,16 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                 }
                 #v::Object(__tern_schema)
             }
+
+            // One per type (generics are refused above, so a static in
+            // this impl is this type's alone).
+            fn __typed() -> &'static #__k::__private::TypedSchema {
+                static TYPED: ::std::sync::OnceLock<#__k::__private::TypedSchema> =
+                    ::std::sync::OnceLock::new();
+                TYPED.get_or_init(|| {
+                    #__k::__private::TypedSchema::of(<Self as #__k::ElicitForm>::requested_schema())
+                })
+            }
         }
     })
 }

@@ -62,7 +62,8 @@ use crate::upstream::Upstream;
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
     /// How long a pending call is kept for the client's retry before it is
-    /// dropped (default 600 s, a state's lifetime).
+    /// dropped (default 600 s, a state's lifetime), on the server's clock
+    /// in whole seconds (a fraction counts as a second).
     pub pending_ttl: Duration,
     /// The most pending calls held at once, for all callers together
     /// (default 1024).
@@ -185,6 +186,7 @@ impl ProxyBuilder {
                 self.options.max_pending,
                 self.options.per_principal(),
                 self.options.pending_ttl,
+                server.clock(),
             ),
             max_rounds: server.config().max_rounds,
             options: self.options,

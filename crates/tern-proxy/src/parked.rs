@@ -6,13 +6,14 @@
 //! in total, and dropped when their lifetime ends.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tern_client::{BoxFuture, CancelToken, InputContext, InputKinds, InputProvider, Refusal};
 use tern_proto::Principal;
+use tern_server::clock::Clock;
 use tern_types::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams, ElicitRequestParams,
     ElicitRequestUrlParams, ElicitResult, ListRootsResult,
@@ -164,7 +165,8 @@ pub(crate) enum Full {
 
 struct Slot {
     principal: Principal,
-    expires: Instant,
+    /// On the server's clock (Unix seconds).
+    expires: u64,
     kept: Kept,
 }
 
@@ -194,16 +196,24 @@ pub(crate) struct Parked {
     table: Mutex<Table>,
     max: usize,
     per_principal: usize,
-    ttl: Duration,
+    /// The lifetime in whole seconds, rounded up.
+    ttl: u64,
+    clock: Arc<dyn Clock>,
 }
 
 impl Parked {
-    pub(crate) fn new(max: usize, per_principal: usize, ttl: Duration) -> Self {
+    pub(crate) fn new(
+        max: usize,
+        per_principal: usize,
+        ttl: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Parked {
             table: Mutex::default(),
             max,
             per_principal,
-            ttl,
+            ttl: ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0),
+            clock,
         }
     }
 
@@ -243,7 +253,7 @@ impl Parked {
         *table.counts.entry(principal.clone()).or_default() += 1;
         let slot = Slot {
             principal: principal.clone(),
-            expires: now() + self.ttl,
+            expires: self.clock.now().saturating_add(self.ttl),
             kept,
         };
         table.slots.insert(id, slot);
@@ -260,12 +270,12 @@ impl Parked {
             }
             table.remove(id)?
         };
-        (slot.expires > now()).then_some(slot.kept)
+        (slot.expires > self.clock.now()).then_some(slot.kept)
     }
 
     /// Drops (and so cancels) every entry past its lifetime.
     pub(crate) fn sweep(&self) {
-        let now = now();
+        let now = self.clock.now();
         let expired: Vec<Slot> = {
             let mut table = self.lock();
             let ids: Vec<String> = table
@@ -280,12 +290,4 @@ impl Parked {
             tracing::info!(upstream = %slot.kept.upstream(), "a pending upstream call expired and was dropped");
         }
     }
-}
-
-#[expect(
-    clippy::disallowed_methods,
-    reason = "pending calls live in this process; their lifetime is monotonic time"
-)]
-pub(crate) fn now() -> Instant {
-    Instant::now()
 }

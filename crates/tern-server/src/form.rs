@@ -20,6 +20,16 @@ pub trait ElicitForm: DeserializeOwned + Send + 'static {
     /// "required":[…]}` with primitive properties only (DIGEST §5.1). It
     /// must be the same on every call: the framework builds it once per type.
     fn requested_schema() -> Value;
+
+    /// The schema built, checked and compiled once for the type. The derive
+    /// keeps it in a static of the type; by hand it is registered by type.
+    #[doc(hidden)]
+    fn __typed() -> &'static crate::ask::TypedSchema
+    where
+        Self: Sized,
+    {
+        crate::ask::TypedSchema::registered::<Self>()
+    }
 }
 
 /// Keywords a restricted property schema may use (DIGEST §5.1). Anything

@@ -20,27 +20,25 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use tern_proto::accept::{Accepted, Envelope, LOG_LEVELS, RequestMeta};
+use tern_proto::accept::{Envelope, LOG_LEVELS, RequestMeta};
 use tern_proto::decode::{DecodeError, Decoded, Message, decode};
-use tern_proto::finish::{encode_error, encode_notification, encode_request};
+use tern_proto::finish::{encode_error, encode_notification};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_seal::random_bytes;
 use tern_types::legacy::{
     Era, InitializeRequestParams, InitializeResult, SetLevelRequestParams, SubscribeRequestParams,
     methods as legacy, negotiate_version,
 };
-use tern_types::methods::{FlowMethod, Method};
+use tern_types::methods::Method;
 use tern_types::{ClientCapabilities, Implementation, Request, RequestId, meta_keys};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::ask::{AskContext, Asked};
 use crate::clock::Clock;
-use crate::content::ToolResult;
-use crate::extract::CallContext;
 use crate::notify::Sink;
-use crate::outcome::Outcome;
 use crate::registry::Registry;
-use crate::server::{Change, Reply, Server};
+use crate::round::Once;
+use crate::round::bridge::Bridge;
+use crate::server::{Change, Reply, Route, Server};
 
 /// A legacy session: what `initialize` fixed, the resources subscribed to,
 /// and the server-initiated requests waiting for the client. Cheap to
@@ -62,6 +60,9 @@ struct SessionInner {
     /// When the session last saw a message or a call ended (the server's
     /// clock, seconds): the idle timeout counts from here.
     last_active: AtomicU64,
+    /// The order of the last activity among all sessions: breaks ties of
+    /// `last_active`, which has the clock's one-second grain.
+    last_seq: AtomicU64,
 }
 
 /// The calls running in a session, by request id (BASE-3: an id names one
@@ -128,7 +129,7 @@ struct SessionState {
 }
 
 /// What the client sent back for one server-initiated request.
-enum ClientAnswer {
+pub(crate) enum ClientAnswer {
     Result(Map<String, Value>),
     Error(Value),
 }
@@ -140,6 +141,12 @@ impl std::fmt::Debug for Session {
             .field("version", &self.version())
             .finish_non_exhaustive()
     }
+}
+
+/// The next number of the sequence that orders session activity.
+fn next_seq() -> u64 {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -162,6 +169,7 @@ impl Session {
                 tag,
                 clock,
                 last_active: AtomicU64::new(now),
+                last_seq: AtomicU64::new(next_seq()),
             }),
         }
     }
@@ -169,6 +177,16 @@ impl Session {
     fn touch(&self) {
         let now = self.inner.clock.now();
         self.inner.last_active.fetch_max(now, Ordering::Relaxed);
+        self.inner.last_seq.store(next_seq(), Ordering::Relaxed);
+    }
+
+    /// How recently the session was active, comparable across sessions:
+    /// the least is the longest idle.
+    pub(crate) fn recency(&self) -> (u64, u64) {
+        (
+            self.last_active(),
+            self.inner.last_seq.load(Ordering::Relaxed),
+        )
     }
 
     /// When the session last saw a message or a call ended, in the
@@ -256,6 +274,11 @@ impl Session {
         lock(&self.inner.pending).len()
     }
 
+    /// Whether the client declared URL-mode elicitation at `initialize`.
+    pub(crate) fn url_capable(&self) -> bool {
+        lock(&self.inner.state).caps.elicitation_url()
+    }
+
     fn meta(&self) -> RequestMeta {
         let s = lock(&self.inner.state);
         RequestMeta {
@@ -270,14 +293,14 @@ impl Session {
 
     /// Registers a server-initiated request; its id is fresh in this
     /// session.
-    fn expect(&self) -> (RequestId, oneshot::Receiver<ClientAnswer>) {
+    pub(crate) fn expect(&self) -> (RequestId, oneshot::Receiver<ClientAnswer>) {
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.inner.pending).insert(id.clone(), tx);
         (id, rx)
     }
 
-    fn forget(&self, id: &RequestId) {
+    pub(crate) fn forget(&self, id: &RequestId) {
         lock(&self.inner.pending).remove(id);
     }
 
@@ -528,11 +551,15 @@ impl Server {
                     .completion
                     .clone()
                     .ok_or_else(|| McpError::invalid_params("completions are not offered"))?;
-                self.run_simple(handler, a, principal, sink).await?
+                let route = Route::plain(handler);
+                self.run_rounds(a, route, principal, sink, &mut Once)
+                    .await?
             }
             m => match m.flow() {
                 Some(flow) => {
-                    self.invoke_legacy(session, a, flow, principal, sink, &reg)
+                    let route = self.route(&a, flow, None, &reg)?;
+                    let mut bridge = Bridge::new(session, sink.clone());
+                    self.run_rounds(a, route, principal, sink, &mut bridge)
                         .await?
                 }
                 None => return Err(McpError::invalid_params(format!("{m} is not served here"))),
@@ -582,204 +609,6 @@ impl Server {
             _ => Err(McpError::Internal(
                 "the initialize result did not encode".into(),
             )),
-        }
-    }
-
-    /// The re-run model in-process: run the handler; for each round it asks,
-    /// ask the client, validate the answers as `inputResponses`, run again.
-    async fn invoke_legacy(
-        &self,
-        session: &Session,
-        a: Accepted,
-        flow: FlowMethod,
-        principal: Principal,
-        sink: Sink,
-        reg: &Registry,
-    ) -> Result<Map<String, Value>, McpError> {
-        let route = self.route(&a, flow, None, reg)?;
-        let cfg = self.config();
-        let ceiling = route
-            .limits
-            .max_rounds
-            .map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds));
-        let flow_id = random_bytes::<16>();
-        let caps = a.meta.client_capabilities.clone();
-        let mut ask = AskContext {
-            caps: caps.clone(),
-            ..AskContext::default()
-        };
-        let mut continuation: Option<Vec<u8>> = None;
-        let mut round = 0u8;
-        // URL-mode elicitations the client accepted: once the handler is
-        // past them, the out-of-band interaction is complete.
-        let mut opened_urls: Vec<String> = Vec::new();
-        loop {
-            let ask_now = Arc::new(ask);
-            let cx = CallContext {
-                server: self.clone(),
-                id: a.id.clone(),
-                method: a.method,
-                params: a.params.clone(),
-                meta: a.meta.clone(),
-                principal: principal.clone(),
-                ask: crate::ask::Ask {
-                    cx: ask_now.clone(),
-                },
-                continuation: continuation.clone(),
-                sink: sink.clone(),
-                uri_params: route.uri_params.clone(),
-                round,
-                flow_id,
-            };
-            let p = match route.handler.call(cx).await {
-                Outcome::Complete(r) => {
-                    for id in opened_urls {
-                        let done = json!({ "elicitationId": id });
-                        sink.send(encode_notification(
-                            "notifications/elicitation/complete",
-                            &done,
-                        ))
-                        .await;
-                    }
-                    return Ok(r);
-                }
-                Outcome::ToolError(msg) if flow == FlowMethod::ToolsCall => {
-                    return Ok(ToolResult::error(msg).into_map());
-                }
-                Outcome::ToolError(msg) => return Err(McpError::Internal(msg)),
-                Outcome::Error(e) => return Err(e),
-                Outcome::InputRequired(p) => p,
-            };
-            round = round.saturating_add(1);
-            if round > ceiling {
-                return Err(McpError::TooManyRounds);
-            }
-            continuation = p.continuation.clone().or(continuation);
-            let responses = self
-                .ask_client(session, &sink, &p.requests, &mut opened_urls)
-                .await?;
-            ask = AskContext {
-                caps: caps.clone(),
-                verified: true,
-                expect: p.requests.iter().map(Asked::expect).collect(),
-                done: ask_now.carried_except(&p.requests),
-                responses,
-                accepted: Mutex::default(),
-            };
-        }
-    }
-
-    /// Sends every request of the round to the client at once and waits for
-    /// each answer (or the timeout), keyed as the handler asked. A URL-mode
-    /// elicitation gets the `elicitationId` 2025-11-25 requires; the ids the
-    /// client accepted are added to `opened_urls`.
-    async fn ask_client(
-        &self,
-        session: &Session,
-        sink: &Sink,
-        asked: &[Asked],
-        opened_urls: &mut Vec<String>,
-    ) -> Result<Map<String, Value>, McpError> {
-        if asked.is_empty() {
-            // A state-only round: nothing to ask; run again at once.
-            return Ok(Map::new());
-        }
-        let url_ids: Vec<Option<String>> = asked
-            .iter()
-            .map(|a| {
-                (a.request["params"]["mode"] == "url").then(|| {
-                    random_bytes::<16>()
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect()
-                })
-            })
-            .collect();
-        let url_capable = lock(&session.inner.state).caps.elicitation_url();
-        if !sink.is_open() && url_capable && url_ids.iter().all(Option::is_some) {
-            // No stream to ask on (a JSON-only POST): URL-mode asks still
-            // reach the client as -32042; it finishes them and retries
-            // (2025-11-25 URLElicitationRequiredError).
-            let elicitations = asked
-                .iter()
-                .zip(&url_ids)
-                .map(|(a, id)| {
-                    let p = &a.request["params"];
-                    json!({"mode": "url", "elicitationId": id, "url": p["url"],
-                           "message": p["message"]})
-                })
-                .collect();
-            return Err(McpError::UrlElicitationRequired { elicitations });
-        }
-        // Whatever ends the round (answers, an error, the timeout, or the
-        // call being stopped mid-wait), nothing of it waits any more: a late
-        // answer is unsolicited.
-        let mut asking = Asking {
-            session,
-            ids: Vec::with_capacity(asked.len()),
-        };
-        let mut waits = Vec::with_capacity(asked.len());
-        for (a, url_id) in asked.iter().zip(&url_ids) {
-            let method = a.request["method"].as_str().unwrap_or_default().to_owned();
-            let mut params = a
-                .request
-                .get("params")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            if let (Some(id), Value::Object(p)) = (url_id, &mut params) {
-                p.insert("elicitationId".into(), json!(id));
-            }
-            let (id, rx) = session.expect();
-            asking.ids.push(id.clone());
-            if !sink.send(encode_request(&id, &method, &params)).await {
-                return Err(McpError::InvalidRequest(
-                    "the client's stream closed before it could be asked".into(),
-                ));
-            }
-            waits.push((a.key.clone(), method, rx, url_id.clone()));
-        }
-        // One deadline for the whole round, however many it asked.
-        let deadline = tokio::time::Instant::now() + self.config().client_answer_timeout;
-        let mut out = Map::new();
-        for (key, method, rx, url_id) in waits {
-            let Ok(Ok(answer)) = tokio::time::timeout_at(deadline, rx).await else {
-                return Err(McpError::InvalidRequest(format!(
-                    "the client did not answer {method} in time"
-                )));
-            };
-            match answer {
-                ClientAnswer::Result(r) => {
-                    if let Some(url) = url_id.filter(|_| r.get("action") == Some(&json!("accept")))
-                    {
-                        opened_urls.push(url);
-                    }
-                    out.insert(key, Value::Object(r));
-                }
-                ClientAnswer::Error(e) => {
-                    return Err(McpError::InvalidParams {
-                        message: format!(
-                            "the client refused {method}: {}",
-                            e["message"].as_str().unwrap_or("no reason given")
-                        ),
-                        data: Some(json!({"key": key})),
-                    });
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// The server-initiated requests of one round, forgotten when it ends.
-struct Asking<'a> {
-    session: &'a Session,
-    ids: Vec<RequestId>,
-}
-
-impl Drop for Asking<'_> {
-    fn drop(&mut self) {
-        for id in &self.ids {
-            self.session.forget(id);
         }
     }
 }

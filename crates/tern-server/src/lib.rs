@@ -38,7 +38,7 @@ mod metrics;
 mod notify;
 mod outcome;
 mod registry;
-mod resume;
+mod round;
 mod routing;
 mod running;
 mod server;
@@ -78,4 +78,6 @@ pub mod __bench {
 pub mod __private {
     //! Paths the derive macros expand to.
     pub use serde_json;
+
+    pub use crate::ask::TypedSchema;
 }

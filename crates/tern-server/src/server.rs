@@ -13,7 +13,7 @@ use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use tern_proto::accept::{Accepted, RequestMeta, accept, method_not_found};
 use tern_proto::decode::{Decoded, Message, decode};
-use tern_proto::finish::{encode_result, input_required, stamp_complete};
+use tern_proto::finish::{encode_result, stamp_complete};
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_seal::{Deployment, KeyRing, ReplayStore, check_deployment, random_bytes};
 use tern_types::RequestId;
@@ -21,18 +21,15 @@ use tern_types::methods::{FlowMethod, Method};
 use tokio::sync::broadcast;
 use tracing::Instrument as _;
 
-use crate::ask::{Ask, AskContext};
 use crate::builder::BuildError;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::content::ToolResult;
-use crate::extract::CallContext;
 use crate::handler::ErasedHandler;
 use crate::metrics::{Metrics, RequestOutcome, method_label};
 use crate::notify::Sink;
-use crate::outcome::{Outcome, Pending};
 use crate::registry::{PromptDef, Registry, ResourceDef, RouteLimits, TemplateDef, ToolDef};
-use crate::resume::Opened;
+use crate::round::Once;
+use crate::round::sealed::Opened;
 
 /// What the transport sends back for one inbound message.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +105,17 @@ pub(crate) struct Route {
     pub(crate) uri_params: HashMap<String, String>,
 }
 
+impl Route {
+    /// A handler with default limits and no template variables.
+    pub(crate) fn plain(handler: Arc<dyn ErasedHandler>) -> Route {
+        Route {
+            handler,
+            limits: RouteLimits::default(),
+            uri_params: HashMap::new(),
+        }
+    }
+}
+
 impl Server {
     /// Refused-state and failure counters.
     pub fn metrics(&self) -> &Metrics {
@@ -128,6 +136,13 @@ impl Server {
 
     pub(crate) fn now(&self) -> u64 {
         self.inner.clock.now()
+    }
+
+    /// The server's clock: what lives beside the server and expires (a
+    /// proxy's pending calls) reads the same time, so a test's manual
+    /// clock moves it all.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.inner.clock.clone()
     }
 
     pub(crate) fn app_state(&self) -> Option<Arc<dyn Any + Send + Sync>> {
@@ -317,7 +332,7 @@ impl Server {
             // would each add their size to every request's.
             Admitted::Listen(a, reg) => Box::pin(self.listen(a, &reg, sink)).await,
             Admitted::Complete(a, handler) => {
-                Box::pin(self.run_simple(handler, a, principal, sink))
+                Box::pin(self.run_rounds(a, Route::plain(handler), principal, sink, &mut Once))
                     .await
                     .map(Some)
             }
@@ -370,7 +385,7 @@ impl Server {
     }
 
     /// `tools/call`, `prompts/get` and `resources/read`: route, open the
-    /// flow, run the handler, finish or seal the next round.
+    /// flow (its state verified), then the rounds, delivered sealed.
     async fn invoke(
         &self,
         mut a: Accepted,
@@ -381,103 +396,15 @@ impl Server {
         reg: &Registry,
     ) -> Result<Option<Map<String, Value>>, McpError> {
         let route = self.route(&a, flow, headers, reg)?;
-        let mut resume = match self
+        match self
             .open_flow(&mut a, flow, &principal, route.limits)
             .await?
         {
-            Opened::Run(r) => r,
-            Opened::Replayed(kept) => return Ok(Some(kept)),
-        };
-        // Looking up the current span is not free; only a log at info
-        // shows the field.
-        if tracing::level_enabled!(tracing::Level::INFO) {
-            tracing::Span::current().record("round", resume.round());
-        }
-        let ask = Arc::new(resume.ask_context(a.meta.client_capabilities.clone()));
-        let cx = CallContext {
-            server: self.clone(),
-            id: a.id,
-            method: a.method,
-            params: a.params,
-            meta: a.meta,
-            principal,
-            ask: Ask { cx: ask.clone() },
-            continuation: resume.continuation(),
-            sink,
-            uri_params: route.uri_params,
-            round: resume.round(),
-            flow_id: resume.flow_id(),
-        };
-        let info = &self.inner.info;
-        let mut result = match route.handler.call(cx).await {
-            Outcome::Complete(mut r) => {
-                if flow == FlowMethod::ResourcesRead {
-                    self.cache_hints(&mut r);
-                }
-                stamp_complete(&mut r, Some(info));
-                resume.completed(self, &r).await;
-                return Ok(Some(r));
-            }
-            // TOOL-S11: on tools/call a tool error is a result.
-            Outcome::ToolError(msg) if flow == FlowMethod::ToolsCall => {
-                ToolResult::error(msg).into_map()
-            }
-            Outcome::ToolError(msg) => return Err(McpError::Internal(msg)),
-            Outcome::Error(e) => return Err(e),
-            Outcome::InputRequired(p) => {
-                let token = resume.seal_next(self, &p, &ask)?;
-                let mut r = input_required(flow, requests_map(p), Some(token), Some(info))?;
-                if let Some(Value::Object(meta)) = r.get_mut("_meta") {
-                    meta.insert(
-                        tern_types::meta_keys::STATE_TTL_SECS.into(),
-                        Value::from(resume.answer_within()),
-                    );
-                }
-                return Ok(Some(r));
-            }
-        };
-        stamp_complete(&mut result, Some(info));
-        Ok(Some(result))
-    }
-
-    /// `completion/complete`: one round, never input.
-    pub(crate) async fn run_simple(
-        &self,
-        handler: Arc<dyn ErasedHandler>,
-        a: Accepted,
-        principal: Principal,
-        sink: Sink,
-    ) -> Result<Map<String, Value>, McpError> {
-        let caps = a.meta.client_capabilities.clone();
-        let cx = CallContext {
-            server: self.clone(),
-            id: a.id,
-            method: a.method,
-            params: a.params,
-            meta: a.meta,
-            principal,
-            ask: Ask {
-                cx: Arc::new(AskContext {
-                    caps,
-                    ..AskContext::default()
-                }),
-            },
-            continuation: None,
-            sink,
-            uri_params: HashMap::new(),
-            round: 0,
-            flow_id: [0; 16],
-        };
-        match handler.call(cx).await {
-            Outcome::Complete(mut m) => {
-                stamp_complete(&mut m, Some(&self.inner.info));
-                Ok(m)
-            }
-            Outcome::InputRequired(_) => Err(McpError::Internal(
-                "completion/complete cannot ask for input".into(),
-            )),
-            Outcome::ToolError(msg) => Err(McpError::Internal(msg)),
-            Outcome::Error(e) => Err(e),
+            Opened::Run(mut sealed) => self
+                .run_rounds(a, route, principal, sink, &mut sealed)
+                .await
+                .map(Some),
+            Opened::Replayed(kept) => Ok(Some(kept)),
         }
     }
 
@@ -596,11 +523,6 @@ fn correlation_id() -> String {
 
 /// Moves the asked requests into the result's map: the round is sealed by
 /// then, so nothing else needs them.
-fn requests_map(p: Pending) -> Option<Map<String, Value>> {
-    let m: Map<String, Value> = p.requests.into_iter().map(|r| (r.key, r.request)).collect();
-    (!m.is_empty()).then_some(m)
-}
-
 /// The span every log line of a request carries: its method, and the tool,
 /// prompt or resource it names. The round is recorded once known.
 /// How a request's span joins its caller's trace, when a tracing exporter

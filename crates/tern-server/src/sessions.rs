@@ -234,7 +234,7 @@ impl<T> SessionTable<T> {
 fn longest_idle<T>(all: &HashMap<String, Entry<T>>, owner: &Principal) -> Option<String> {
     all.iter()
         .filter(|(_, e)| e.owner == *owner && e.session.calls_running() == 0)
-        .min_by_key(|(_, e)| e.session.last_active())
+        .min_by_key(|(_, e)| e.session.recency())
         .map(|(id, _)| id.clone())
 }
 

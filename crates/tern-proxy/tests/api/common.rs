@@ -86,6 +86,27 @@ pub async fn proxy_of(upstreams: Vec<(&str, Connect)>, options: ProxyOptions) ->
     proxy_with(upstreams, options, config).await
 }
 
+/// A proxy whose own server (and so its pending calls) reads `clock`.
+pub async fn proxy_clocked(
+    upstreams: Vec<(&str, Connect)>,
+    options: ProxyOptions,
+    clock: tern_server::clock::ManualClock,
+) -> Proxy {
+    let server = Server::builder("proxy", "1.0.0")
+        .config(Config {
+            client_answer_timeout: Duration::from_millis(300),
+            ..Config::default()
+        })
+        .clock(clock);
+    let mut b = Proxy::builder(server).options(options);
+    for (name, c) in upstreams {
+        b = b.upstream(name, c);
+    }
+    let proxy = b.build().expect("proxy builds");
+    assert!(proxy.sync().await.is_empty(), "every upstream lists");
+    proxy
+}
+
 /// A proxy whose own server has `config`.
 pub async fn proxy_with(
     upstreams: Vec<(&str, Connect)>,

@@ -14,7 +14,9 @@ use tern_testkit::request::{accept, all_caps, call, retry};
 use tern_testkit::transport::{Answer, Direct, Scripted};
 use tern_types::{ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue};
 
-use super::common::{code, connect, proxy_of, quick, send, send_as, who};
+use tern_server::clock::ManualClock;
+
+use super::common::{code, connect, proxy_clocked, proxy_of, quick, send, send_as, who};
 
 /// A form schema of at least 20 KiB: `approved` and forty described text
 /// fields.
@@ -250,13 +252,21 @@ async fn a_held_round_is_bound_to_its_principal_and_its_questions() {
 async fn a_held_round_expires_with_its_lifetime() {
     let upstream = asking(big_schema(), big_state());
     let options = ProxyOptions {
-        pending_ttl: Duration::from_millis(150),
+        pending_ttl: Duration::from_secs(60),
         ..quick()
     };
-    let proxy = proxy_of(vec![("big", connect(upstream.clone()))], options).await;
+    let clock = ManualClock::new(1_000_000);
+    let proxy = proxy_clocked(
+        vec![("big", connect(upstream.clone()))],
+        options,
+        clock.clone(),
+    )
+    .await;
     let first = call("t", json!({}), all_caps());
     let r = send(&proxy, &first).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(59);
+    assert_eq!(proxy.pending_calls(), 1, "alive within its lifetime");
+    clock.advance(1);
     let late = send(
         &proxy,
         &retry(&first, Some(&r["result"]["requestState"]), approve()),

@@ -13,7 +13,8 @@ use tern_testkit::transport::Direct;
 use tokio::sync::mpsc;
 
 use super::common::{
-    Sessioned, code, connect, inbound, parse, proxy_of, quick, roots_answer, send, upstream_server,
+    Sessioned, code, connect, inbound, parse, proxy_clocked, proxy_of, quick, roots_answer, send,
+    upstream_server,
 };
 
 /// MRTR through the proxy (a 2026-07-28 client and upstream): the
@@ -219,10 +220,11 @@ async fn a_legacy_upstreams_requests_become_rounds() {
 async fn a_held_call_is_single_use_and_expires() {
     let up = Sessioned::new();
     let options = ProxyOptions {
-        pending_ttl: Duration::from_millis(150),
+        pending_ttl: Duration::from_secs(60),
         ..quick()
     };
-    let proxy = proxy_of(vec![("old", connect(up.clone()))], options).await;
+    let clock = tern_server::clock::ManualClock::new(1_000_000);
+    let proxy = proxy_clocked(vec![("old", connect(up.clone()))], options, clock.clone()).await;
     let first = call("deploy", json!({"environment": "prod"}), all_caps());
     let r = send(&proxy, &first).await;
     let state = r["result"]["requestState"].clone();
@@ -236,7 +238,7 @@ async fn a_held_call_is_single_use_and_expires() {
     // A second call, answered only after its lifetime.
     let r = send(&proxy, &first).await;
     let state = r["result"]["requestState"].clone();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(60);
     let late = send(&proxy, &retry(&first, Some(&state), answer)).await;
     assert_eq!(code(&late), -32602, "{late}");
     assert_eq!(late["error"]["data"]["restart"], true, "{late}");

@@ -1,12 +1,14 @@
-//! The state lifecycle, in one place (ARCHITECTURE.md "A call on the
-//! server", steps 4 and 6; SECURITY.md §3).
+//! The sealed delivery: a round of a 2026-07-28 request travels to the
+//! client inside an `input_required` result and comes back in the retry's
+//! `requestState` (ARCHITECTURE.md "A call on the server", steps 4 and 6;
+//! SECURITY.md §3). The state lifecycle lives here, in one place.
 //!
 //! A flow request comes in; [`Server::open_flow`] binds it (principal,
 //! method, parameter digest), opens and verifies the `requestState` it
 //! carries against that binding, the clock, the flow deadline and the round
 //! ceiling, and reads `inputResponses` only alongside a verified state. The
 //! handler runs with the [`AskContext`] this gives. If it needs input,
-//! [`Resume::seal_next`] seals the next round with the answers carried so
+//! [`Resume::seal_next`] (as its [`Delivery`]) seals the next round with the answers carried so
 //! far under the size cap. Every failure to verify is the one uniform
 //! -32602; the reason goes to [`Server::refuse`], which logs and counts it.
 //!
@@ -20,7 +22,6 @@
 //! single-use route stays single use even if the route is later
 //! re-registered without the flag (`StateBody::once`).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -30,6 +31,9 @@ use tern_seal::{Binding, Claims, ConsumeKey, Consumed, OpenPolicy, random_bytes}
 use tern_types::ClientCapabilities;
 use tern_types::methods::FlowMethod;
 
+use tern_proto::finish::input_required;
+
+use super::{Delivered, Delivery, Start, ceiling};
 use crate::ask::{AskContext, Asked};
 use crate::config::Config;
 use crate::outcome::Pending;
@@ -51,7 +55,6 @@ pub(crate) struct Resume {
     bind: Binding,
     pfp: [u8; 32],
     now: u64,
-    ceiling: u8,
     ttl: Duration,
     limits: RouteLimits,
     fid: [u8; 16],
@@ -90,9 +93,7 @@ impl Server {
         limits: RouteLimits,
     ) -> Result<Opened, McpError> {
         let cfg = self.config();
-        let ceiling = limits
-            .max_rounds
-            .map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds));
+        let ceiling = ceiling(&limits, cfg);
         let ttl = limits
             .state_ttl
             .map_or(cfg.state_ttl, |t| t.min(cfg.state_ttl))
@@ -123,7 +124,6 @@ impl Server {
             bind,
             pfp,
             now,
-            ceiling,
             ttl,
             limits,
             fid,
@@ -242,11 +242,6 @@ impl Resume {
         self.prev.as_ref().map_or(0, |b| b.round)
     }
 
-    /// Constant across the rounds of one flow.
-    pub(crate) fn flow_id(&self) -> [u8; 16] {
-        self.fid
-    }
-
     /// What the handler sealed last round, if anything.
     pub(crate) fn continuation(&self) -> Option<Vec<u8>> {
         self.prev
@@ -257,26 +252,21 @@ impl Resume {
 
     /// The answers this run may read. Answers without a verified state
     /// from the round that asked them are ignored (SECURITY.md §3.8).
-    pub(crate) fn ask_context(&mut self, caps: ClientCapabilities) -> AskContext {
+    fn ask_context(&mut self, caps: ClientCapabilities) -> AskContext {
         match &self.prev {
-            Some(body) => AskContext {
+            Some(body) => AskContext::answered(
                 caps,
-                verified: true,
-                expect: body.expect.clone(),
-                done: body.done.clone(),
-                responses: std::mem::take(&mut self.responses),
-                accepted: Mutex::default(),
-            },
-            None => AskContext {
-                caps,
-                ..AskContext::default()
-            },
+                body.expect.clone(),
+                body.done.clone(),
+                std::mem::take(&mut self.responses),
+            ),
+            None => AskContext::unanswered(caps),
         }
     }
 
     /// After a complete result: an idempotent route keeps it under the
     /// flow's key for replays of this last round (SECURITY.md §3.9).
-    pub(crate) async fn completed(&self, server: &Server, result: &Map<String, Value>) {
+    async fn keep(&self, server: &Server, result: &Map<String, Value>) {
         if !(self.limits.idempotent && self.prev.is_some()) {
             return;
         }
@@ -296,24 +286,21 @@ impl Resume {
 
     /// How long a state sealed now lives: its lifetime, or less when the
     /// flow's deadline comes first.
-    pub(crate) fn answer_within(&self) -> u64 {
+    fn answer_within(&self) -> u64 {
         (self.now + self.ttl.as_secs()).min(self.flow_exp.max(self.now)) - self.now
     }
 
-    /// Step 6: seals the next round's state: round + 1 under the ceiling,
-    /// the questions asked pinned by digest, the answers carried (a key
-    /// asked again drops its old answer), the continuation, all under the
-    /// size cap (SECURITY.md §3.1, §3.4).
-    pub(crate) fn seal_next(
+    /// Step 6: seals the next round's state: round + 1 (the round loop
+    /// keeps it under the ceiling), the questions asked pinned by digest,
+    /// the answers carried (a key asked again drops its old answer), the
+    /// continuation, all under the size cap (SECURITY.md §3.1, §3.4).
+    fn seal_next(
         &self,
         server: &Server,
         p: &Pending,
         ask: &AskContext,
     ) -> Result<String, McpError> {
         let next_round = self.round().saturating_add(1);
-        if next_round > self.ceiling {
-            return Err(McpError::TooManyRounds);
-        }
         let app = p
             .continuation
             .clone()
@@ -354,6 +341,49 @@ impl Resume {
             .map_err(|e| McpError::Internal(format!("cannot seal state: {e}")))?;
         server.metrics().state_sealed(token.len());
         Ok(token)
+    }
+}
+
+impl Delivery for Resume {
+    const RERUNS: bool = false;
+
+    fn start(&mut self, caps: &ClientCapabilities) -> Start {
+        Start {
+            round: self.round(),
+            flow_id: self.fid,
+            continuation: self.continuation(),
+            answers: self.ask_context(caps.clone()),
+        }
+    }
+
+    /// The round goes out sealed: the request ends with `input_required`,
+    /// its questions, the state and how long it lives.
+    async fn deliver(
+        &mut self,
+        server: &Server,
+        flow: FlowMethod,
+        round: Pending,
+        answers: &AskContext,
+    ) -> Result<Delivered, McpError> {
+        let token = self.seal_next(server, &round, answers)?;
+        let requests: Map<String, Value> = round
+            .requests
+            .into_iter()
+            .map(|r| (r.key, r.request))
+            .collect();
+        let requests = (!requests.is_empty()).then_some(requests);
+        let mut r = input_required(flow, requests, Some(token), Some(&server.inner.info))?;
+        if let Some(Value::Object(meta)) = r.get_mut("_meta") {
+            meta.insert(
+                tern_types::meta_keys::STATE_TTL_SECS.into(),
+                Value::from(self.answer_within()),
+            );
+        }
+        Ok(Delivered::Reply(r))
+    }
+
+    async fn completed(&mut self, server: &Server, result: &Map<String, Value>) {
+        self.keep(server, result).await;
     }
 }
 

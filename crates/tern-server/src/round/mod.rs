@@ -1,0 +1,226 @@
+//! One round machinery for every way input reaches a handler
+//! (ARCHITECTURE.md, "Rounds").
+//!
+//! A handler runs; if it asks, its round goes to a [`Delivery`], which
+//! either ends this request with a result that carries the round (the
+//! sealed 2026-07-28 retry, [`sealed`]) or brings the answers back
+//! in-process so the handler runs again (the 2025-11-25 session's bridge,
+//! [`bridge`]). What does not depend on the way lives here once: the call
+//! context each run sees, the round ceiling (MRTR-S-A3), and the mapping of
+//! a handler's outcome to a result or an error (TOOL-S11). The answers
+//! themselves are checked where the handler reads them, by the same
+//! [`crate::Need`] parsers whatever delivered them (SECURITY.md §3.8).
+
+pub(crate) mod bridge;
+pub(crate) mod sealed;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tern_proto::accept::Accepted;
+use tern_proto::finish::stamp_complete;
+use tern_proto::{McpError, Principal};
+use tern_types::methods::{FlowMethod, Method};
+
+use crate::ask::{Ask, AskContext};
+use crate::config::Config;
+use crate::content::ToolResult;
+use crate::extract::CallContext;
+use crate::notify::Sink;
+use crate::outcome::{Outcome, Pending};
+use crate::registry::RouteLimits;
+use crate::server::{Route, Server};
+
+/// Where a request's first run starts.
+pub(crate) struct Start {
+    /// The round this request answers (0 for a first call).
+    pub(crate) round: u8,
+    /// Constant across the rounds of one flow.
+    pub(crate) flow_id: [u8; 16],
+    /// What the handler sealed in an earlier round.
+    pub(crate) continuation: Option<Vec<u8>>,
+    /// The answers the first run may read.
+    pub(crate) answers: AskContext,
+}
+
+/// What delivering a round gave.
+pub(crate) enum Delivered {
+    /// The client answered in-process: run the handler again with these.
+    Answered(Box<AskContext>),
+    /// This request ends with this result (it carries the round).
+    Reply(Map<String, Value>),
+}
+
+/// One way a handler's round reaches the client and its answers come back.
+pub(crate) trait Delivery: Send {
+    /// Whether [`Delivery::deliver`] may answer [`Delivered::Answered`]
+    /// (the handler then runs more than once, so its params are kept).
+    const RERUNS: bool;
+
+    /// Where the first run starts, for a client of `caps`.
+    fn start(&mut self, caps: &tern_types::ClientCapabilities) -> Start;
+
+    /// Delivers a round the handler asked, already within the ceiling.
+    /// `answers` is what the run that asked could read.
+    fn deliver(
+        &mut self,
+        server: &Server,
+        flow: FlowMethod,
+        round: Pending,
+        answers: &AskContext,
+    ) -> impl Future<Output = Result<Delivered, McpError>> + Send;
+
+    /// A complete result, stamped, about to be returned.
+    fn completed(
+        &mut self,
+        server: &Server,
+        result: &Map<String, Value>,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// The round ceiling of a route: its own, never above the server's
+/// (MRTR-S-A3).
+pub(crate) fn ceiling(limits: &RouteLimits, cfg: &Config) -> u8 {
+    limits
+        .max_rounds
+        .map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds))
+}
+
+/// A request that cannot ask: `completion/complete`.
+pub(crate) struct Once;
+
+impl Delivery for Once {
+    const RERUNS: bool = false;
+
+    fn start(&mut self, caps: &tern_types::ClientCapabilities) -> Start {
+        Start {
+            round: 0,
+            flow_id: [0; 16],
+            continuation: None,
+            answers: AskContext::unanswered(caps.clone()),
+        }
+    }
+
+    async fn deliver(
+        &mut self,
+        _: &Server,
+        _: FlowMethod,
+        _: Pending,
+        _: &AskContext,
+    ) -> Result<Delivered, McpError> {
+        Err(McpError::Internal(
+            "completion/complete cannot ask for input".into(),
+        ))
+    }
+
+    async fn completed(&mut self, _: &Server, _: &Map<String, Value>) {}
+}
+
+impl Server {
+    /// Runs `route`'s handler for the accepted request `a` until it
+    /// completes or a round ends the request, delivering each round it asks
+    /// through `delivery`. The one place a handler's outcome becomes a
+    /// result or an error, in both eras.
+    pub(crate) async fn run_rounds<D: Delivery>(
+        &self,
+        a: Accepted,
+        route: Route,
+        principal: Principal,
+        sink: Sink,
+        delivery: &mut D,
+    ) -> Result<Map<String, Value>, McpError> {
+        let ceiling = ceiling(&route.limits, self.config());
+        let flow = a.method.flow();
+        let Start {
+            mut round,
+            flow_id,
+            mut continuation,
+            answers,
+        } = delivery.start(&a.meta.client_capabilities);
+        if tracing::level_enabled!(tracing::Level::INFO) {
+            tracing::Span::current().record("round", round);
+        }
+        let Accepted {
+            id,
+            method,
+            mut params,
+            meta,
+            ..
+        } = a;
+        let mut answers = Arc::new(answers);
+        loop {
+            let cx = CallContext {
+                server: self.clone(),
+                id: id.clone(),
+                method,
+                params: if D::RERUNS {
+                    params.clone()
+                } else {
+                    std::mem::take(&mut params)
+                },
+                meta: meta.clone(),
+                principal: principal.clone(),
+                ask: Ask {
+                    cx: answers.clone(),
+                },
+                continuation: continuation.clone(),
+                sink: sink.clone(),
+                uri_params: route.uri_params.clone(),
+                round,
+                flow_id,
+            };
+            let pending = match route.handler.call(cx).await {
+                Outcome::InputRequired(p) => p,
+                outcome => {
+                    let complete = matches!(outcome, Outcome::Complete(_));
+                    let mut result = self.finished(method, outcome)?;
+                    stamp_complete(&mut result, Some(&self.inner.info));
+                    // A tool error is a result too, but not a completion
+                    // (it is neither kept for replays nor ends a URL step).
+                    if complete {
+                        delivery.completed(self, &result).await;
+                    }
+                    return Ok(result);
+                }
+            };
+            let Some(flow) = flow else {
+                return Err(McpError::Internal(format!("{method} cannot ask for input")));
+            };
+            if round.saturating_add(1) > ceiling {
+                return Err(McpError::TooManyRounds);
+            }
+            if pending.continuation.is_some() {
+                continuation.clone_from(&pending.continuation);
+            }
+            match delivery.deliver(self, flow, pending, &answers).await? {
+                Delivered::Reply(result) => return Ok(result),
+                Delivered::Answered(next) => {
+                    answers = Arc::new(*next);
+                    round += 1;
+                }
+            }
+        }
+    }
+
+    /// A handler's final outcome as a result (not yet stamped) or an error
+    /// (TOOL-S11: a tool error is a result on `tools/call`).
+    fn finished(&self, method: Method, outcome: Outcome) -> Result<Map<String, Value>, McpError> {
+        match outcome {
+            Outcome::Complete(mut r) => {
+                if method == Method::ResourcesRead {
+                    self.cache_hints(&mut r);
+                }
+                Ok(r)
+            }
+            Outcome::ToolError(msg) if method == Method::ToolsCall => {
+                Ok(ToolResult::error(msg).into_map())
+            }
+            Outcome::ToolError(msg) => Err(McpError::Internal(msg)),
+            Outcome::Error(e) => Err(e),
+            Outcome::InputRequired(_) => Err(McpError::Internal(
+                "input required where none can be asked".into(),
+            )),
+        }
+    }
+}
