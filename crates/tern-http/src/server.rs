@@ -16,8 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
-use tern_proto::decode::{Message, decode_message};
-use tern_proto::era::era_of;
+use tern_proto::decode::{Decoded, Message};
 use tern_proto::finish::encode_error;
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_server::{Reply, Server, Session, SessionRefused, SessionTable, Sink};
@@ -111,15 +110,13 @@ impl ProtectedResource {
     }
 
     /// The scopes of `granted` this request still lacks.
-    fn missing(
-        &self,
-        body: &[u8],
-        limits: &tern_proto::decode::Limits,
-        granted: &[String],
-    ) -> Vec<String> {
+    fn missing(&self, decoded: Option<&Decoded>, granted: &[String]) -> Vec<String> {
         let mut needed = self.required_scopes.clone();
         if !self.tool_scopes.is_empty()
-            && let Ok(Message::Request(r)) = decode_message(body, limits)
+            && let Some(Decoded {
+                message: Message::Request(r),
+                ..
+            }) = decoded
             && r.method == "tools/call"
             && let Some(name) = r
                 .params
@@ -484,53 +481,10 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     // every header of every request.
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
-    // HTTP-A5 step 2, HTTP-S2.
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin
-            .to_str()
-            .is_ok_and(|o| origin_allowed(o, &app.options));
-        if !ok {
-            return error_response(
-                &McpError::InvalidRequest("Origin not allowed".into()),
-                Some(StatusCode::FORBIDDEN),
-            );
-        }
-    }
-    // Step 3.
-    let (principal, granted) = match app.auth.authenticate_scoped(&headers) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
+    let (principal, body, decoded) = match admit(&app, &headers, body).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
-    let too_large = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > app.options.max_body);
-    if too_large {
-        return error_response(&McpError::PayloadTooLarge, None);
-    }
-    let Ok(body) = axum::body::to_bytes(body, app.options.max_body).await else {
-        return error_response(&McpError::PayloadTooLarge, None);
-    };
-    // A token without the scopes this request needs: 403 naming them, so
-    // the client can step up (RFC 6750 §3.1, DIGEST §8).
-    if let (Some(p), Some(granted)) = (&app.options.protected_resource, &granted) {
-        let missing = p.missing(&body, &app.server.config().limits, granted);
-        if !missing.is_empty() {
-            let mut needed: Vec<String> = granted.clone();
-            needed.extend(missing);
-            let challenge = crate::auth::challenge(
-                Some("insufficient_scope"),
-                Some(&needed.join(" ")),
-                Some(&p.metadata_url()),
-            );
-            return Refusal {
-                status: StatusCode::FORBIDDEN,
-                challenge: Some(challenge),
-            }
-            .into_response();
-        }
-    }
     let mcp = match mcp_headers(&headers) {
         Ok(h) => h,
         Err(e) => return error_response(&e, None),
@@ -545,11 +499,19 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
         },
         None => (None, None),
     };
-    let opening = session.is_none() && is_legacy_initialize(&body, &app.server);
-    // A legacy request outlives its stream: only a cancellation or the
-    // session's end stops it (2025-11-25 cancellation), which the server
-    // sees to.
-    let mut legacy_call = streams.filter(|_| is_legacy_request(&body, &app.server));
+    // The era: a legacy `initialize` opens a session; inside one, a legacy
+    // request outlives its stream: only a cancellation or the session's end
+    // stops it (2025-11-25 cancellation), which the server sees to. A
+    // modern request in a session is still stateless, and its stream's end
+    // cancels it (HTTP-S30).
+    let legacy = |in_session| {
+        decoded
+            .as_ref()
+            .is_ok_and(|d| d.era(in_session) == Some(Era::Legacy))
+    };
+    let opening = session.is_none() && legacy(false);
+    let sse = accepts_sse(&headers);
+    let legacy_call = streams.filter(|_| sse && legacy(true));
     let owner = principal.clone();
     let inbound = Inbound {
         body,
@@ -557,32 +519,123 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
         principal,
     };
     if opening {
-        let session = app.server.session();
-        // Boxed: awaited inline, the whole request's future would sit
-        // inside this one, and this one is moved on every request.
-        let reply = Box::pin(app.server.handle_in(&session, inbound, Sink::none())).await;
-        if !session.is_open() {
-            return reply_response(reply);
+        return open_session(&app, decoded, inbound, owner).await;
+    }
+    run(&app, session, legacy_call, decoded, inbound, sse).await
+}
+
+/// HTTP-A5 steps 2 and 3 and the body: the Origin, the credentials, the
+/// size, the message decoded (once: the scopes, the era and the session's
+/// call look at it, and the server takes it as it is; a body that does not
+/// decode gets its refusal where the server would give it), and the
+/// scopes this request needs.
+async fn admit(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Principal, Bytes, Result<Decoded, Reply>), Response> {
+    // Step 2, HTTP-S2.
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin
+            .to_str()
+            .is_ok_and(|o| origin_allowed(o, &app.options));
+        if !ok {
+            return Err(error_response(
+                &McpError::InvalidRequest("Origin not allowed".into()),
+                Some(StatusCode::FORBIDDEN),
+            ));
         }
-        let id = match app.keep(session, owner) {
-            Ok(id) => id,
-            Err(refused) => {
-                return error_response(
-                    &McpError::InvalidRequest(refused.message().into()),
-                    StatusCode::from_u16(refused.http_status()).ok(),
-                );
+    }
+    // Step 3.
+    let (principal, granted) = app
+        .auth
+        .authenticate_scoped(headers)
+        .map_err(Refusal::into_response)?;
+    let too_large = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > app.options.max_body);
+    if too_large {
+        return Err(error_response(&McpError::PayloadTooLarge, None));
+    }
+    let Ok(body) = axum::body::to_bytes(body, app.options.max_body).await else {
+        return Err(error_response(&McpError::PayloadTooLarge, None));
+    };
+    let decoded = app.server.decode(&body);
+    // A token without the scopes this request needs: 403 naming them, so
+    // the client can step up (RFC 6750 §3.1, DIGEST §8).
+    if let (Some(p), Some(granted)) = (&app.options.protected_resource, &granted) {
+        let missing = p.missing(decoded.as_ref().ok(), granted);
+        if !missing.is_empty() {
+            let mut needed: Vec<String> = granted.clone();
+            needed.extend(missing);
+            let challenge = crate::auth::challenge(
+                Some("insufficient_scope"),
+                Some(&needed.join(" ")),
+                Some(&p.metadata_url()),
+            );
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                challenge: Some(challenge),
             }
-        };
-        let mut r = reply_response(reply);
-        if let Ok(v) = HeaderValue::from_str(&id) {
-            r.headers_mut().insert(SESSION_HEADER, v);
+            .into_response());
         }
-        return r;
     }
-    let sse = accepts_sse(&headers);
-    if !sse {
-        legacy_call = None;
+    Ok((principal, body, decoded))
+}
+
+/// A legacy `initialize` outside a session: the server answers it in a new
+/// session, kept under a fresh id if it opened (within the session
+/// budgets).
+async fn open_session(
+    app: &App,
+    decoded: Result<Decoded, Reply>,
+    inbound: Inbound,
+    owner: Principal,
+) -> Response {
+    let session = app.server.session();
+    // Boxed: awaited inline, the whole request's future would sit inside
+    // this one, and this one is moved on every request.
+    let reply = match decoded {
+        Ok(d) => {
+            Box::pin(
+                app.server
+                    .handle_in_decoded(&session, d, inbound, Sink::none()),
+            )
+            .await
+        }
+        Err(refused) => refused,
+    };
+    if !session.is_open() {
+        return reply_response(reply);
     }
+    let id = match app.keep(session, owner) {
+        Ok(id) => id,
+        Err(refused) => {
+            return error_response(
+                &McpError::InvalidRequest(refused.message().into()),
+                StatusCode::from_u16(refused.http_status()).ok(),
+            );
+        }
+    };
+    let mut r = reply_response(reply);
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        r.headers_mut().insert(SESSION_HEADER, v);
+    }
+    r
+}
+
+/// Runs the request and answers: JSON when it sends nothing before its
+/// reply, else an SSE stream; a legacy call on its session's stream log.
+async fn run(
+    app: &App,
+    session: Option<Session>,
+    mut legacy_call: Option<Arc<Streams>>,
+    decoded: Result<Decoded, Reply>,
+    inbound: Inbound,
+    sse: bool,
+) -> Response {
     let (tx, mut rx) = mpsc::channel::<Bytes>(32);
     let sink = if sse { Sink::new(tx) } else { Sink::none() };
     let server = app.server.clone();
@@ -592,12 +645,17 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     // legacy call is spawned at once: a cancellation aborts it by handle.
     let mut request: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(
         std::panic::AssertUnwindSafe(async move {
-            match session {
+            match (session, decoded) {
+                // A refused body still counts as the session's activity:
+                // the server sees to that (and refuses it again; this is
+                // the error path only).
+                (Some(s), Err(_)) => Box::pin(server.handle_in(&s, inbound, sink)).await,
+                (None, Err(refused)) => refused,
                 // Boxed: a session's future is large, and inline it would
                 // make every request's future as large, copied whole into
                 // the box below.
-                Some(s) => Box::pin(server.handle_in(&s, inbound, sink)).await,
-                None => server.handle(inbound, sink).await,
+                (Some(s), Ok(d)) => Box::pin(server.handle_in_decoded(&s, d, inbound, sink)).await,
+                (None, Ok(d)) => server.handle_decoded(d, inbound, sink).await,
             }
         })
         .catch_unwind()
@@ -645,14 +703,6 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     }
 }
 
-/// Whether a message inside a session is a legacy request: one that
-/// outlives its stream (a modern one in a session is still stateless, and
-/// its stream's end cancels it, HTTP-S30).
-fn is_legacy_request(body: &[u8], server: &Server) -> bool {
-    matches!(decode_message(body, &server.config().limits),
-        Ok(Message::Request(r)) if era_of(&r, true) == Era::Legacy)
-}
-
 /// Moves a detached legacy request's messages into its stream's log, the
 /// final response last.
 async fn pump(
@@ -676,25 +726,6 @@ async fn pump(
         // Cancelled or its session ended: the stream ends now, without a
         // response (2025-11-25 cancellation).
         _ => streams.end(stream),
-    }
-}
-
-/// Whether `body` is an `initialize` of the legacy shape (COMPAT-S1).
-/// The method name can only be spelt literally or with a `\u` escape, so a
-/// body with neither is not one and is not parsed twice (the modern hot
-/// path).
-fn is_legacy_initialize(body: &[u8], server: &Server) -> bool {
-    static INITIALIZE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"initialize"));
-    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
-    let maybe = INITIALIZE.find(body).is_some() || ESCAPE.find(body).is_some();
-    if !maybe {
-        return false;
-    }
-    match decode_message(body, &server.config().limits) {
-        Ok(Message::Request(req)) => era_of(&req, false) == Era::Legacy,
-        _ => false,
     }
 }
 

@@ -15,13 +15,12 @@
 //! client cannot inject an answer.
 
 use std::collections::{BTreeSet, HashMap};
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use tern_proto::accept::{Envelope, LOG_LEVELS, RequestMeta};
-use tern_proto::decode::{DecodeError, Decoded, Message, decode};
+use tern_proto::decode::{DecodeError, Decoded, Message};
 use tern_proto::finish::{encode_error, encode_notification};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_seal::random_bytes;
@@ -334,14 +333,28 @@ impl Server {
     /// cancelled` for it, or the session's end, stops it at once: it then
     /// answers [`Reply::Closed`] and nothing more is sent for it.
     pub async fn handle_in(&self, session: &Session, inbound: Inbound, sink: Sink) -> Reply {
+        match self.decode(&inbound.body) {
+            Ok(decoded) => {
+                self.handle_in_decoded(session, decoded, inbound, sink)
+                    .await
+            }
+            Err(refused) => {
+                session.touch();
+                refused
+            }
+        }
+    }
+
+    /// [`Server::handle_in`] of a message already decoded (by
+    /// [`Server::decode`]).
+    pub async fn handle_in_decoded(
+        &self,
+        session: &Session,
+        decoded: Decoded,
+        inbound: Inbound,
+        sink: Sink,
+    ) -> Reply {
         session.touch();
-        let limits = &self.inner.config.limits;
-        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| decode(&inbound.body, limits)));
-        let decoded = match decoded {
-            Ok(Ok(d)) => d,
-            Ok(Err(e)) => return Reply::refused(&e),
-            Err(panic) => return Reply::error_for(None, &self.panicked(panic.as_ref())),
-        };
         let era = decoded.era(session.is_open());
         match decoded {
             Decoded {

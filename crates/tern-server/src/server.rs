@@ -188,30 +188,50 @@ impl Server {
     /// answers this request alone with -32603 and a correlation id that is
     /// also in the log and counted in [`Metrics::failed`].
     pub async fn handle(&self, inbound: Inbound, sink: Sink) -> Reply {
+        match self.decode(&inbound.body) {
+            Ok(decoded) => self.handle_decoded(decoded, inbound, sink).await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// Decodes one message with this server's limits, inside the panic
+    /// boundary; a message that does not decode gets its refusal. A
+    /// transport that must look at a message before handing it over (its
+    /// method, its era) decodes it here and passes the result to
+    /// [`Server::handle_decoded`] or [`Server::handle_in_decoded`], so the
+    /// bytes are parsed once.
+    pub fn decode(&self, body: &[u8]) -> Result<Decoded, Reply> {
         let limits = &self.inner.config.limits;
-        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| decode(&inbound.body, limits)));
+        match std::panic::catch_unwind(AssertUnwindSafe(|| decode(body, limits))) {
+            Ok(Ok(decoded)) => Ok(decoded),
+            Ok(Err(e)) => Err(Reply::refused(&e)),
+            Err(panic) => Err(Reply::error_for(None, &self.panicked(panic.as_ref()))),
+        }
+    }
+
+    /// [`Server::handle`] of a message already decoded (by
+    /// [`Server::decode`]); `inbound` carries its headers and principal.
+    pub async fn handle_decoded(&self, decoded: Decoded, inbound: Inbound, sink: Sink) -> Reply {
         match decoded {
             // Boxed: the request's future is several KiB, and every move of
             // an unboxed one (into a task, through wrappers) copies all of it.
-            Ok(Ok(Decoded {
+            Decoded {
                 message: Message::Request(r),
                 meta,
-            })) => Box::pin(self.handle_request(r, meta, inbound, sink)).await,
+            } => Box::pin(self.handle_request(r, meta, inbound, sink)).await,
             // BASE-6: notifications get no answer; on HTTP a 202.
-            Ok(Ok(Decoded {
+            Decoded {
                 message: Message::Notification(_),
                 ..
-            })) => Reply::Accepted,
+            } => Reply::Accepted,
             // Without a session nothing was asked of the client.
-            Ok(Ok(Decoded {
+            Decoded {
                 message: Message::Result(_) | Message::Error(_),
                 ..
-            })) => {
+            } => {
                 let e = McpError::InvalidRequest("clients never send responses".into());
                 Reply::error_for(None, &e)
             }
-            Ok(Err(e)) => Reply::refused(&e),
-            Err(panic) => Reply::error_for(None, &self.panicked(panic.as_ref())),
         }
     }
 

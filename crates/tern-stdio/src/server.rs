@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
-use tern_proto::decode::{Message, decode_message};
+use tern_proto::decode::{Decoded, Message, decode};
 use tern_proto::finish::{encode_error, encode_result, stamp_complete};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_server::{Reply, Server, Session, Sink};
@@ -451,32 +451,38 @@ impl Conn {
             return;
         }
         let body = Bytes::from(line);
-        match decode_message(&body, &self.server.config().limits) {
+        // Parsed once: the server takes the decoded message as it is.
+        let decoded = match decode(&body, &self.server.config().limits) {
+            Ok(decoded) => decoded,
             // STDIO-A2, BASE-5: unparsable lines get an error without id.
-            Err(e) => self.send(encode_error(e.id, &e.error)).await,
-            Ok(Message::Request(req)) => {
+            Err(e) => return self.send(encode_error(e.id, &e.error)).await,
+        };
+        match &decoded.message {
+            Message::Request(req) => {
                 if self.flights.len() >= self.max_in_flight {
                     self.server.metrics().limit_reached("stdio_in_flight");
                     let e = McpError::InvalidRequest(format!(
                         "{} requests are already running; wait for one to end",
                         self.max_in_flight
                     ));
-                    self.send(encode_error(Some(req.id), &e)).await;
+                    self.send(encode_error(Some(req.id.clone()), &e)).await;
                     return;
                 }
                 let listen = req.method == "subscriptions/listen";
-                self.spawn_request(req.id, listen, body);
+                let id = req.id.clone();
+                self.spawn_request(id, listen, decoded, body);
             }
-            Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => {
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
                 self.cancel(n.params.as_ref());
             }
             // Other notifications and responses (to the server's own
             // requests in a legacy session): the server decides (BASE-6,
             // BASE-7); only a refusal is written.
-            Ok(_) => {
+            _ => {
+                let inbound = self.inbound(body);
                 let reply = self
                     .server
-                    .handle_in(&self.session, self.inbound(body), Sink::none())
+                    .handle_in_decoded(&self.session, decoded, inbound, Sink::none())
                     .await;
                 if let Reply::Message { body, .. } = reply {
                     self.send(body).await;
@@ -501,7 +507,7 @@ impl Conn {
         }
     }
 
-    fn spawn_request(&mut self, id: RequestId, listen: bool, body: Bytes) {
+    fn spawn_request(&mut self, id: RequestId, listen: bool, decoded: Decoded, body: Bytes) {
         let seq = self.next_seq;
         self.next_seq += 1;
         let gate = Arc::new(Gate::default());
@@ -520,7 +526,7 @@ impl Conn {
         let mut table = self.flights.lock();
         let handle = tokio::spawn(async move {
             let _guard = guard;
-            run_request(server, session, inbound, out, task_gate).await;
+            run_request(server, session, decoded, inbound, out, task_gate).await;
         });
         table.entry(id).or_default().push(Flight {
             seq,
@@ -564,12 +570,13 @@ impl Conn {
 async fn run_request(
     server: Server,
     session: Session,
+    decoded: Decoded,
     inbound: Inbound,
     out: mpsc::Sender<Bytes>,
     gate: Arc<Gate>,
 ) {
     let (tx, mut rx) = mpsc::channel::<Bytes>(SINK_QUEUE);
-    let handle = server.handle_in(&session, inbound, Sink::new(tx));
+    let handle = server.handle_in_decoded(&session, decoded, inbound, Sink::new(tx));
     tokio::pin!(handle);
     let reply = loop {
         tokio::select! {
