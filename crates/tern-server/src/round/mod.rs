@@ -87,6 +87,17 @@ pub(crate) fn ceiling(limits: &RouteLimits, cfg: &Config) -> u8 {
         .map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds))
 }
 
+/// What a run's [`CallContext`] owns of the request.
+#[derive(Clone)]
+struct RunParts {
+    id: tern_types::RequestId,
+    params: Map<String, Value>,
+    meta: Box<tern_proto::accept::RequestMeta>,
+    principal: Principal,
+    sink: Sink,
+    uri_params: std::collections::HashMap<String, String>,
+}
+
 /// A request that cannot ask: `completion/complete`.
 pub(crate) struct Once;
 
@@ -144,29 +155,50 @@ impl Server {
         let Accepted {
             id,
             method,
-            mut params,
+            params,
             meta,
             ..
         } = a;
+        // What each run's context owns: moved into the only run of a
+        // delivery that does not re-run (the usual case, copying nothing),
+        // cloned per run of one that does.
+        let mut parts = Some(RunParts {
+            id,
+            params,
+            meta,
+            principal,
+            sink,
+            uri_params: route.uri_params,
+        });
         let mut answers = Arc::new(answers);
         loop {
+            let run = if D::RERUNS {
+                parts.clone()
+            } else {
+                parts.take()
+            };
+            let Some(run) = run else {
+                return Err(McpError::Internal(
+                    "a delivery that does not re-run answered in-process".into(),
+                ));
+            };
             let cx = CallContext {
                 server: self.clone(),
-                id: id.clone(),
+                id: run.id,
                 method,
-                params: if D::RERUNS {
-                    params.clone()
-                } else {
-                    std::mem::take(&mut params)
-                },
-                meta: meta.clone(),
-                principal: principal.clone(),
+                params: run.params,
+                meta: run.meta,
+                principal: run.principal,
                 ask: Ask {
                     cx: answers.clone(),
                 },
-                continuation: continuation.clone(),
-                sink: sink.clone(),
-                uri_params: route.uri_params.clone(),
+                continuation: if D::RERUNS {
+                    continuation.clone()
+                } else {
+                    continuation.take()
+                },
+                sink: run.sink,
+                uri_params: run.uri_params,
                 round,
                 flow_id,
             };
