@@ -3,3 +3,4 @@
 //! (`../shared/conformance/FIXTURES.md`).
 
 pub mod fixtures;
+pub mod tasks;

@@ -413,13 +413,13 @@ fn progress_token(meta: &Map<String, Value>) -> Result<Option<Value>, McpError> 
     }
 }
 
-/// Checks `Mcp-Name` against `params.name` or `params.uri` for the three
-/// methods that need it (HTTP-A5 step 12, HTTP-S11).
+/// Checks `Mcp-Name` against `params.name`, `params.uri` or
+/// `params.taskId` for the methods that name a target (HTTP-A5 step 12,
+/// HTTP-S11; the tasks extension's routing header).
 fn check_name_header(accepted: &Accepted, headers: Option<&McpHeaders>) -> Result<(), McpError> {
-    let (Some(headers), Some(flow)) = (headers, accepted.flow()) else {
+    let (Some(headers), Some(field)) = (headers, accepted.method.target_field()) else {
         return Ok(());
     };
-    let field = flow.target_field();
     let body = accepted.params.get(field).and_then(Value::as_str);
     let mismatch = |message: String| McpError::HeaderMismatch {
         message,
@@ -446,6 +446,11 @@ fn check_mrtr_fields(accepted: &Accepted) -> Result<(), McpError> {
         return Ok(());
     }
     for field in ["inputResponses", "requestState"] {
+        // A task's answers arrive on `tasks/update` (the tasks extension),
+        // without a state.
+        if field == "inputResponses" && accepted.method == Method::TasksUpdate {
+            continue;
+        }
         if accepted.params.contains_key(field) {
             return Err(McpError::invalid_params(format!(
                 "{field} is only allowed on tools/call, prompts/get and resources/read"

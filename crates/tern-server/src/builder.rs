@@ -262,6 +262,7 @@ impl ServerBuilder {
                 instructions: self.instructions,
                 registry: RwLock::new(Arc::new(self.registry)),
                 changes,
+                tasks: crate::tasks::Tasks::new(self.config.tasks.clone(), self.clock.clone()),
                 config: self.config,
                 keys: RwLock::new(Arc::new(keys)),
                 resource_id,

@@ -38,6 +38,8 @@ pub struct Config {
     pub sessions: SessionLimits,
     /// How many requests may run at once (SECURITY.md, "Budgets").
     pub requests: RequestLimits,
+    /// What tasks may hold (the tasks extension; SECURITY.md, "Budgets").
+    pub tasks: crate::tasks::TaskLimits,
 }
 
 /// The budget of requests running at once: a listen stream, a slow tool
@@ -113,6 +115,7 @@ impl Default for Config {
             client_answer_timeout: Duration::from_secs(600),
             sessions: SessionLimits::default(),
             requests: RequestLimits::default(),
+            tasks: crate::tasks::TaskLimits::default(),
         }
     }
 }

@@ -45,6 +45,7 @@ mod server;
 mod sessions;
 mod single_use;
 mod state;
+mod tasks;
 
 pub use ask::{
     Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
@@ -67,6 +68,7 @@ pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
 pub use server::{Authorize, Reply, Server, on_trace_parent};
 pub use sessions::{SessionRefused, SessionTable};
 pub use single_use::SingleUse;
+pub use tasks::{Task, TaskBody, TaskLimits, TaskScope, TaskSupport};
 pub use tern_macros::{ElicitEnum, ElicitForm};
 #[doc(hidden)]
 pub mod __bench {

@@ -177,6 +177,14 @@ pub(crate) fn capabilities(reg: &Registry) -> Value {
     }
     // Log notifications are sent only on opt-in (LOG-S1, LOG-S2).
     caps.insert("logging".into(), json!({}));
+    // EXT-A1: an extension is offered only when the server opted in (a
+    // tool runs as a task).
+    if reg.has_tasks() {
+        caps.insert(
+            "extensions".into(),
+            json!({ tern_types::methods::TASKS_EXTENSION: {} }),
+        );
+    }
     Value::Object(caps)
 }
 

@@ -106,12 +106,17 @@ pub struct Metrics {
     sessions: AtomicI64,
     sessions_closed: Mutex<BTreeMap<&'static str, u64>>,
     limits: Mutex<BTreeMap<&'static str, u64>>,
+    tasks_ended: Mutex<BTreeMap<&'static str, u64>>,
+    task_durations: Histogram,
+    task_durations_total: AtomicU64,
+    tasks_live: AtomicI64,
 }
 
 const SECONDS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
+const TASK_SECONDS: &[f64] = &[0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
 const BYTES: &[f64] = &[
     128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 65536.0,
 ];
@@ -132,6 +137,10 @@ impl Default for Metrics {
             sessions: AtomicI64::new(0),
             sessions_closed: Mutex::default(),
             limits: Mutex::default(),
+            tasks_ended: Mutex::default(),
+            task_durations: Histogram::new(TASK_SECONDS, 1e3),
+            task_durations_total: AtomicU64::new(0),
+            tasks_live: AtomicI64::new(0),
         }
     }
 }
@@ -211,6 +220,27 @@ impl Metrics {
     /// How often the budget `limit` was reached.
     pub fn limits_reached(&self, limit: &str) -> u64 {
         read(&self.limits, limit)
+    }
+
+    /// Counts a task created (the tasks extension); it is live until
+    /// [`Metrics::task_ended`].
+    pub(crate) fn task_created(&self) {
+        self.tasks_live.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a task that reached `status` (`completed`, `failed`,
+    /// `cancelled`, or `expired` for one dropped at its time to live while
+    /// still running) after `took`.
+    pub(crate) fn task_ended(&self, status: &'static str, took: Duration) {
+        self.tasks_live.fetch_sub(1, Ordering::Relaxed);
+        bump(&self.tasks_ended, status);
+        self.task_durations.observe(took.as_secs_f64());
+        self.task_durations_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many tasks ended with `status`.
+    pub fn tasks_ended(&self, status: &str) -> u64 {
+        read(&self.tasks_ended, status)
     }
 
     /// How many states were refused for `reason` (e.g. `"bad_tag"`).
@@ -307,6 +337,26 @@ impl Metrics {
             "2025-11-25 sessions ended, by reason.",
             "reason",
             &self.sessions_closed,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP tern_tasks_live Tasks created and not yet ended.\n\
+             # TYPE tern_tasks_live gauge\n\
+             tern_tasks_live {}",
+            self.tasks_live.load(Ordering::Relaxed)
+        );
+        labelled(
+            &mut out,
+            "tern_tasks_ended_total",
+            "Tasks ended, by final status.",
+            "status",
+            &self.tasks_ended,
+        );
+        self.task_durations.render(
+            &mut out,
+            "tern_task_duration_seconds",
+            "Time from a task's creation to its end.",
+            self.task_durations_total.load(Ordering::Relaxed),
         );
         labelled(
             &mut out,

@@ -22,6 +22,8 @@ pub enum Outcome {
     ToolError(String),
     /// A protocol or application error.
     Error(McpError),
+    /// The rest of the call runs as a task ([`crate::Task::run`]).
+    Task(crate::tasks::TaskBody),
 }
 
 /// Input still missing after a handler's run: everything it asked for that

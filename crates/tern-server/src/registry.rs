@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use tern_types::methods::Method;
 
 use crate::handler::{ErasedHandler, Handler, erase};
+use crate::tasks::TaskSupport;
 
 /// Per-route limits for multi round-trip flows (ARCHITECTURE.md: the lower
 /// of the route's and the server's ceiling applies).
@@ -42,6 +43,8 @@ pub struct ToolDef {
     /// `(header name, property path)` for every `x-mcp-header` annotation
     /// (HTTP-XMH-S5).
     pub(crate) header_params: Vec<(String, Vec<String>)>,
+    /// Whether the tool runs as a task (the tasks extension).
+    pub(crate) task: Option<TaskSupport>,
 }
 
 impl std::fmt::Debug for ToolDef {
@@ -71,7 +74,21 @@ impl ToolDef {
             handler: erase(handler),
             limits: RouteLimits::default(),
             header_params: header_params(&schema),
+            task: None,
         }
+    }
+
+    /// Runs the tool as a task (the tasks extension): its handler takes
+    /// [`Task`](crate::Task) and hands its long part to
+    /// [`Task::run`](crate::Task::run). Listed as `execution.taskSupport`;
+    /// the server then offers `tasks/get`, `tasks/update` and
+    /// `tasks/cancel` and declares the extension in `server/discover`.
+    #[must_use]
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task = Some(support);
+        self.entry
+            .insert("execution".into(), json!({"taskSupport": support.as_str()}));
+        self
     }
 
     /// Replaces the input schema with a hand-written one, kept exactly as
@@ -529,8 +546,14 @@ impl Registry {
                 self.has_resources()
             }
             Method::CompletionComplete => self.completion.is_some(),
+            m if m.is_task() => self.has_tasks(),
             _ => false,
         }
+    }
+
+    /// Whether a tool runs as a task, so the tasks extension is offered.
+    pub(crate) fn has_tasks(&self) -> bool {
+        self.tools.iter().any(|t| t.task.is_some())
     }
 
     pub(crate) fn has_resources(&self) -> bool {

@@ -32,6 +32,7 @@ impl Server {
             handler,
             limits,
             uri_params: HashMap::new(),
+            task: None,
         };
         match flow {
             FlowMethod::ToolsCall => {
@@ -50,7 +51,10 @@ impl Server {
                 if let Some(h) = headers {
                     check_param_headers(tool, args, h)?;
                 }
-                Ok(plain(tool.handler.clone(), tool.limits))
+                Ok(Route {
+                    task: tool.task,
+                    ..plain(tool.handler.clone(), tool.limits)
+                })
             }
             FlowMethod::PromptsGet => {
                 let name = target("name")?;
@@ -80,6 +84,7 @@ impl Server {
                             handler: t.handler.clone(),
                             limits: t.limits,
                             uri_params: vars,
+                            task: None,
                         });
                     }
                 }

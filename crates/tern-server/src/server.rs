@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     pub(crate) running: crate::running::Running,
     pub(crate) supported: Vec<String>,
     pub(crate) replay: Arc<dyn ReplayStore>,
+    /// The tasks this instance runs (the tasks extension).
+    pub(crate) tasks: crate::tasks::Tasks,
     /// The deployment the builder checked, for routes added at run time.
     pub(crate) deployment: Deployment,
 }
@@ -103,6 +105,8 @@ pub(crate) struct Route {
     pub(crate) handler: Arc<dyn ErasedHandler>,
     pub(crate) limits: RouteLimits,
     pub(crate) uri_params: HashMap<String, String>,
+    /// Whether the route runs as a task (tools only).
+    pub(crate) task: Option<crate::tasks::TaskSupport>,
 }
 
 impl Route {
@@ -112,6 +116,7 @@ impl Route {
             handler,
             limits: RouteLimits::default(),
             uri_params: HashMap::new(),
+            task: None,
         }
     }
 }
@@ -390,6 +395,11 @@ impl Server {
                 Ok(Admitted::Done(result))
             }
             Method::SubscriptionsListen => Ok(Admitted::Listen(a, reg)),
+            m if m.is_task() => {
+                let mut result = self.task_method(&a, principal)?;
+                stamp_complete(&mut result, Some(&self.inner.info));
+                Ok(Admitted::Done(result))
+            }
             Method::CompletionComplete => {
                 let handler = reg
                     .completion
@@ -416,6 +426,16 @@ impl Server {
         reg: &Registry,
     ) -> Result<Option<Map<String, Value>>, McpError> {
         let route = self.route(&a, flow, headers, reg)?;
+        // The tasks extension: a tool that runs only as a task is refused
+        // before it runs when the request cannot take one (EXT-2).
+        if route.task == Some(crate::tasks::TaskSupport::Required)
+            && !a
+                .meta
+                .client_capabilities
+                .extension(tern_types::methods::TASKS_EXTENSION)
+        {
+            return Err(crate::tasks::extension_required("this tool"));
+        }
         match self
             .open_flow(&mut a, flow, &principal, route.limits)
             .await?

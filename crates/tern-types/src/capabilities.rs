@@ -57,6 +57,14 @@ impl ClientCapabilities {
     pub fn roots(&self) -> bool {
         self.roots.is_some()
     }
+
+    /// Whether the extension `id` is declared, with any settings object
+    /// (EXT-1).
+    pub fn extension(&self, id: &str) -> bool {
+        self.extensions
+            .as_ref()
+            .is_some_and(|e| e.get(id).is_some_and(Value::is_object))
+    }
 }
 
 /// The `roots` client capability. It has no members in this revision.

@@ -24,6 +24,15 @@ pub const RESOURCES_READ: &str = "resources/read";
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
 /// `subscriptions/listen`: a long-lived notification stream (SUB-*).
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// `tasks/get` (the `io.modelcontextprotocol/tasks` extension).
+pub const TASKS_GET: &str = "tasks/get";
+/// `tasks/update` (the `io.modelcontextprotocol/tasks` extension).
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// `tasks/cancel` (the `io.modelcontextprotocol/tasks` extension).
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// The identifier of the tasks extension, under `extensions` in both
+/// sides' capabilities (EXT-1).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// `notifications/cancelled`: client→server on stdio; server→client only to
 /// end a listen stream (CANC-S6).
@@ -93,6 +102,12 @@ pub enum Method {
     CompletionComplete,
     /// `subscriptions/listen`.
     SubscriptionsListen,
+    /// `tasks/get` (an extension method, [`Method::EXTENSIONS`]).
+    TasksGet,
+    /// `tasks/update` (an extension method).
+    TasksUpdate,
+    /// `tasks/cancel` (an extension method).
+    TasksCancel,
 }
 
 /// The client requests that may be answered with an `InputRequiredResult`
@@ -122,9 +137,38 @@ impl Method {
         Method::SubscriptionsListen,
     ];
 
-    /// The method named `name`, if this revision has it.
+    /// The extension methods a server may offer besides the core ones: the
+    /// tasks extension's (`tasks/result` and `tasks/list` are not among
+    /// them; that extension removed them).
+    pub const EXTENSIONS: [Method; 3] =
+        [Method::TasksGet, Method::TasksUpdate, Method::TasksCancel];
+
+    /// The method named `name`, if this revision or one of its extensions
+    /// has it.
     pub fn parse(name: &str) -> Option<Method> {
-        Method::ALL.into_iter().find(|m| m.as_str() == name)
+        Method::ALL
+            .into_iter()
+            .chain(Method::EXTENSIONS)
+            .find(|m| m.as_str() == name)
+    }
+
+    /// The params field `Mcp-Name` mirrors for this method, if any
+    /// (HTTP-S11; `taskId` on the tasks methods).
+    pub const fn target_field(self) -> Option<&'static str> {
+        match self {
+            Method::ToolsCall | Method::PromptsGet => Some("name"),
+            Method::ResourcesRead => Some("uri"),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Some("taskId"),
+            _ => None,
+        }
+    }
+
+    /// Whether this is one of the tasks extension's methods.
+    pub const fn is_task(self) -> bool {
+        matches!(
+            self,
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
+        )
     }
 
     /// The wire name.
@@ -140,6 +184,9 @@ impl Method {
             Method::ResourcesRead => RESOURCES_READ,
             Method::CompletionComplete => COMPLETION_COMPLETE,
             Method::SubscriptionsListen => SUBSCRIPTIONS_LISTEN,
+            Method::TasksGet => TASKS_GET,
+            Method::TasksUpdate => TASKS_UPDATE,
+            Method::TasksCancel => TASKS_CANCEL,
         }
     }
 
@@ -177,9 +224,9 @@ impl FlowMethod {
     /// The params field that names the target, which `Mcp-Name` mirrors
     /// (HTTP-S11).
     pub const fn target_field(self) -> &'static str {
-        match self {
-            FlowMethod::ToolsCall | FlowMethod::PromptsGet => "name",
-            FlowMethod::ResourcesRead => "uri",
+        match self.method().target_field() {
+            Some(f) => f,
+            None => "name",
         }
     }
 

@@ -43,7 +43,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let server = match tern_conformance::fixtures::server()
+    let server = match tern_conformance::tasks::register(tern_conformance::fixtures::server())
         .resource_id("tern-conformance")
         .build()
     {

@@ -98,6 +98,17 @@ impl Asked {
     }
 }
 
+impl Asked {
+    /// Checks `answer` as the answer to this question, as the parser of its
+    /// kind does for a handler (a form's schema, a URL step's outcome,
+    /// a sample's content, the roots), without typing it: what a round
+    /// delivered outside a handler's run is checked before it is kept.
+    pub(crate) fn check(&self, answer: &Value) -> Result<(), McpError> {
+        let question = need::Question::Built(self.request.clone());
+        parse::parse_relayed(&self.key, &question, answer).map(drop)
+    }
+}
+
 /// An input key the previous round asked, as its state records it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Expect {

@@ -35,6 +35,22 @@ pub struct Need<T> {
     _t: PhantomData<fn() -> T>,
 }
 
+// By hand: a need is cloned whatever its answer type (a task's body asks
+// the same needs again once the answers are in).
+impl<T> Clone for Need<T> {
+    fn clone(&self) -> Self {
+        Need {
+            key: self.key.clone(),
+            kind: self.kind,
+            request: self.request.clone(),
+            mode: self.mode,
+            transient: self.transient,
+            parse: self.parse,
+            _t: PhantomData,
+        }
+    }
+}
+
 impl<T> std::fmt::Debug for Need<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Need")
@@ -47,6 +63,7 @@ impl<T> std::fmt::Debug for Need<T> {
 /// A need's input request. A typed form's is built only when it is asked:
 /// in the round that answers it only its digest and schema are needed, and
 /// building it copied the schema on every round.
+#[derive(Clone)]
 pub(super) enum Question {
     /// The request as it is sent.
     Built(Value),
@@ -347,10 +364,22 @@ impl<T> Need<T> {
 #[derive(Debug)]
 pub struct Optional<T>(Need<T>);
 
+impl<T> Clone for Optional<T> {
+    fn clone(&self) -> Self {
+        Optional(self.0.clone())
+    }
+}
+
 /// One of two needs of different kinds: the first whose kind the client
 /// declared is asked; -32021 only when neither is (MRTR-S9 (a), (b)).
 #[derive(Debug)]
 pub struct OneOf<A, B>(pub Need<A>, pub Need<B>);
+
+impl<A, B> Clone for OneOf<A, B> {
+    fn clone(&self) -> Self {
+        OneOf(self.0.clone(), self.1.clone())
+    }
+}
 
 /// The answer to a [`OneOf`].
 #[derive(Clone, Debug, PartialEq)]

@@ -13,15 +13,18 @@
 
 pub(crate) mod bridge;
 pub(crate) mod sealed;
+pub(crate) mod task;
 
 use std::future::Future;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use tern_proto::accept::Accepted;
 use tern_proto::finish::stamp_complete;
 use tern_proto::{McpError, Principal};
 use tern_types::methods::{FlowMethod, Method};
+use tracing::Instrument;
 
 use crate::ask::{Ask, AskContext};
 use crate::config::Config;
@@ -31,6 +34,7 @@ use crate::notify::Sink;
 use crate::outcome::{Outcome, Pending};
 use crate::registry::RouteLimits;
 use crate::server::{Route, Server};
+use crate::tasks::{ScopeMode, TaskBody, TaskScope};
 
 /// Where a request's first run starts.
 pub(crate) struct Start {
@@ -152,6 +156,14 @@ impl Server {
         if tracing::level_enabled!(tracing::Level::INFO) {
             tracing::Span::current().record("round", round);
         }
+        // A task tool's call from a client that declared the extension runs
+        // its body as a task; otherwise inline.
+        let as_task = (route.task.is_some()
+            && a.method == Method::ToolsCall
+            && a.meta
+                .client_capabilities
+                .extension(tern_types::methods::TASKS_EXTENSION))
+        .then(|| (principal.clone(), a.meta.client_capabilities.clone()));
         let Accepted {
             id,
             method,
@@ -202,7 +214,25 @@ impl Server {
                 round,
                 flow_id,
             };
-            let pending = match route.handler.call(cx).await {
+            let outcome = match route.handler.call(cx).await {
+                Outcome::Task(body) => match &as_task {
+                    Some((principal, caps)) => {
+                        let created = self.create_task(body, principal, caps.clone(), ceiling)?;
+                        delivery.completed(self, &created).await;
+                        return Ok(created);
+                    }
+                    None => {
+                        let scope = TaskScope {
+                            mode: ScopeMode::Inline(Ask {
+                                cx: answers.clone(),
+                            }),
+                        };
+                        (body.0)(scope).await
+                    }
+                },
+                outcome => outcome,
+            };
+            let pending = match outcome {
                 Outcome::InputRequired(p) => p,
                 outcome => {
                     let complete = matches!(outcome, Outcome::Complete(_));
@@ -253,6 +283,84 @@ impl Server {
             Outcome::InputRequired(_) => Err(McpError::Internal(
                 "input required where none can be asked".into(),
             )),
+            Outcome::Task(_) => Err(McpError::Internal(
+                "a task where none can run (only a task tool's handler may start one)".into(),
+            )),
+        }
+    }
+
+    /// Creates the task that runs `body` for `principal`, and answers the
+    /// call with it. The task is in the table before the answer leaves.
+    fn create_task(
+        &self,
+        body: TaskBody,
+        principal: &Principal,
+        caps: tern_types::ClientCapabilities,
+        ceiling: u8,
+    ) -> Result<Map<String, Value>, McpError> {
+        let id: String = tern_seal::random_bytes::<16>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let tasks = &self.inner.tasks;
+        let created = tasks.create(&id, principal, self.metrics())?;
+        let round = Arc::new(task::TaskRound {
+            server: self.clone(),
+            id: id.clone(),
+            caps,
+            ceiling,
+        });
+        let run = (body.0)(TaskScope {
+            mode: ScopeMode::Task(round),
+        });
+        let server = self.clone();
+        let span = tracing::info_span!("task", task = %id);
+        let task_id = id.clone();
+        let handle = tokio::spawn(
+            async move {
+                let ran = std::panic::AssertUnwindSafe(run).catch_unwind().await;
+                server.end_task(&task_id, ran);
+            }
+            .instrument(span),
+        );
+        tasks.set_abort(&id, handle.abort_handle());
+        Ok(created)
+    }
+
+    /// Records how a task's body ended: a result (a tool error is one,
+    /// TOOL-S11) or a JSON-RPC error, internal detail logged, not kept.
+    fn end_task(&self, id: &str, ran: Result<Outcome, Box<dyn std::any::Any + Send>>) {
+        let ended = match ran {
+            Ok(outcome) => self.finished(Method::ToolsCall, outcome),
+            Err(panic) => Err(self.panicked(panic.as_ref())),
+        };
+        let max = self.inner.tasks.limits().max_result_bytes;
+        let ended = ended.and_then(|result| {
+            let len = serde_json::to_vec(&result).map_or(usize::MAX, |v| v.len());
+            if len > max {
+                self.metrics().limit_reached("task_result_bytes");
+                return Err(McpError::Internal(format!(
+                    "the task's result is {len} bytes; at most {max} are kept"
+                )));
+            }
+            Ok(result)
+        });
+        let metrics = self.metrics();
+        match ended {
+            Ok(result) => {
+                tracing::info!(outcome = "completed", "task");
+                self.inner
+                    .tasks
+                    .finish(id, "result", Value::Object(result), metrics);
+            }
+            Err(e) => {
+                let e = self.reported(e);
+                tracing::info!(outcome = "failed", code = e.code().0, "task");
+                let error = serde_json::to_value(e.to_error_object()).unwrap_or_else(
+                    |_| serde_json::json!({"code": -32603, "message": "Internal error"}),
+                );
+                self.inner.tasks.finish(id, "error", error, metrics);
+            }
         }
     }
 }

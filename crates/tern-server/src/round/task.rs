@@ -1,0 +1,143 @@
+//! The task phase's delivery: a round a task's body asks is listed on the
+//! task (`input_required`, its questions under `inputRequests`), and its
+//! answers come back with `tasks/update`. Nothing is sealed and the body
+//! is not re-run: [`TaskRound::ask`] evaluates the same needs again once
+//! the answers are in, with the same parsers as any round.
+//!
+//! Each answer is checked when it arrives, against the exact question
+//! (its kind's parser: a form's schema, the URL step, the sample, the
+//! roots), before `tasks/update` is acknowledged: a bad answer is refused
+//! with -32602 and its key stays open. Keys a round did not ask are
+//! ignored; a key is never reused within a task (the table suffixes one
+//! asked again). The capability gate is what the creating request
+//! declared, and the round ceiling is the route's.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tern_proto::McpError;
+use tern_types::ClientCapabilities;
+use tern_types::methods::FlowMethod;
+
+use super::{Delivered, Delivery, Start};
+use crate::ask::{Ask, AskContext, Asked, NeedSet};
+use crate::outcome::{Error, Pending};
+use crate::server::Server;
+use crate::tasks::TaskId;
+use crate::tasks::table::Check;
+
+/// One running task's side of its rounds.
+#[derive(Debug)]
+pub(crate) struct TaskRound {
+    pub(crate) server: Server,
+    pub(crate) id: TaskId,
+    /// What the creating request declared.
+    pub(crate) caps: ClientCapabilities,
+    pub(crate) ceiling: u8,
+}
+
+impl TaskRound {
+    /// Asks `needs` until every required answer is in (or the ceiling, the
+    /// input wait, or a refusal ends it).
+    pub(crate) async fn ask<N>(&self, needs: N) -> Result<N::Output, Error>
+    where
+        N: NeedSet + Clone + Send + Sync + 'static,
+        N::Output: Send,
+    {
+        let mut cx = AskContext::unanswered(self.caps.clone());
+        let mut rounds: u8 = 0;
+        loop {
+            let pending = match (Ask { cx: Arc::new(cx) }).all(needs.clone()) {
+                Ok(answers) => return Ok(answers),
+                Err(Error::Input(p)) => p,
+                Err(e) => return Err(e),
+            };
+            rounds = rounds.saturating_add(1);
+            if rounds > self.ceiling {
+                return Err(McpError::TooManyRounds.into());
+            }
+            let mut delivery = self;
+            let answered = AskContext::unanswered(self.caps.clone());
+            match delivery
+                .deliver(&self.server, FlowMethod::ToolsCall, pending, &answered)
+                .await?
+            {
+                Delivered::Answered(next) => cx = *next,
+                Delivered::Reply(_) => {
+                    return Err(
+                        McpError::Internal("a task's round ended its request".into()).into(),
+                    );
+                }
+            }
+        }
+    }
+
+    pub(crate) fn status(&self, message: String) {
+        self.server.inner.tasks.set_message(&self.id, message);
+    }
+
+    pub(crate) fn capabilities(&self) -> &ClientCapabilities {
+        &self.caps
+    }
+}
+
+impl Delivery for &TaskRound {
+    const RERUNS: bool = true;
+
+    fn start(&mut self, caps: &ClientCapabilities) -> Start {
+        Start {
+            round: 0,
+            flow_id: [0; 16],
+            continuation: None,
+            answers: AskContext::unanswered(caps.clone()),
+        }
+    }
+
+    async fn deliver(
+        &mut self,
+        server: &Server,
+        _: FlowMethod,
+        round: Pending,
+        _: &AskContext,
+    ) -> Result<Delivered, McpError> {
+        let expect = round.requests.iter().map(Asked::expect).collect();
+        let asked: Arc<Vec<Asked>> = Arc::new(round.requests);
+        let check: Check = {
+            let asked = asked.clone();
+            Arc::new(move |answers: &Map<String, Value>| {
+                for q in asked.iter() {
+                    if let Some(a) = answers.get(&q.key) {
+                        q.check(a)?;
+                    }
+                }
+                Ok(())
+            })
+        };
+        let questions = asked
+            .iter()
+            .map(|q| (q.key.clone(), q.request.clone()))
+            .collect();
+        let tasks = &server.inner.tasks;
+        let rx = tasks.open_round(&self.id, questions, check)?;
+        let wait = tasks.limits().input_wait;
+        let answers = match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(answers)) => answers,
+            Ok(Err(_)) => return Err(McpError::Internal("the task's round was dropped".into())),
+            Err(_) => {
+                server.metrics().limit_reached("task_input_wait");
+                return Err(McpError::InvalidRequest(format!(
+                    "no answer to the task's questions within {} s",
+                    wait.as_secs()
+                )));
+            }
+        };
+        Ok(Delivered::Answered(Box::new(AskContext::answered(
+            self.caps.clone(),
+            expect,
+            Vec::new(),
+            answers,
+        ))))
+    }
+
+    async fn completed(&mut self, _: &Server, _: &Map<String, Value>) {}
+}

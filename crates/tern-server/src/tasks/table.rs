@@ -1,0 +1,498 @@
+//! The tasks one server instance holds: their status, their open round,
+//! their result, and the budgets of SECURITY.md ("Budgets", tasks).
+//!
+//! One lock guards the table; nothing slow runs under it (answers are
+//! checked outside, [`Tasks::update`]). Time comes from the server's
+//! [`Clock`], so expiry is tested by moving a manual clock.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tern_proto::{McpError, Principal};
+use tokio::sync::oneshot;
+
+use super::TaskLimits;
+use crate::clock::Clock;
+use crate::metrics::Metrics;
+
+/// A task id: 128 random bits in hex, unguessable (the tasks extension's
+/// ids are bearer references; they are also bound to their principal).
+pub(crate) type TaskId = String;
+
+/// A task's status on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    fn terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// Checks a round's answers so far (under the handler's keys): `Err` names
+/// the first that does not fit its question.
+pub(crate) type Check = Arc<dyn Fn(&Map<String, Value>) -> Result<(), McpError> + Send + Sync>;
+
+/// One question of an open round: the key on the wire (never reused within
+/// a task), the handler's key, and the request.
+struct Question {
+    wire: String,
+    key: String,
+    request: Value,
+}
+
+/// A round waiting for `tasks/update`.
+struct Open {
+    /// Bumped per round, so an update checked against one round is not
+    /// applied to the next.
+    n: u32,
+    questions: Vec<Question>,
+    /// The answers so far, under the handler's keys.
+    answers: Map<String, Value>,
+    check: Check,
+    wake: Option<oneshot::Sender<Map<String, Value>>>,
+}
+
+struct Record {
+    principal: Principal,
+    status: Status,
+    message: Option<String>,
+    created: u64,
+    updated: u64,
+    expires: u64,
+    /// `result` when completed, `error` when failed.
+    outcome: Option<(&'static str, Value)>,
+    open: Option<Open>,
+    rounds: u32,
+    /// Every wire key this task has used.
+    used: Vec<String>,
+    abort: Option<tokio::task::AbortHandle>,
+}
+
+/// What `tasks/update` found to check, outside the lock.
+pub(crate) struct ToCheck {
+    n: u32,
+    merged: Map<String, Value>,
+    check: Check,
+    answered: Vec<String>,
+}
+
+/// The tasks of one server.
+pub(crate) struct Tasks {
+    table: Mutex<HashMap<TaskId, Record>>,
+    limits: TaskLimits,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks")
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+/// -32602 for a task id that is unknown, expired or another principal's:
+/// the three are not told apart.
+pub(crate) fn unknown() -> McpError {
+    McpError::invalid_params("Unknown task")
+}
+
+/// An ISO 8601 UTC timestamp of Unix seconds (`createdAt`).
+pub(crate) fn iso8601(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Days to a civil date (the proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+impl Tasks {
+    pub(crate) fn new(limits: TaskLimits, clock: Arc<dyn Clock>) -> Self {
+        Tasks {
+            table: Mutex::new(HashMap::new()),
+            limits,
+            clock,
+        }
+    }
+
+    pub(crate) fn limits(&self) -> &TaskLimits {
+        &self.limits
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<TaskId, Record>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops what outlived its time to live; a task still running is
+    /// cancelled.
+    fn sweep(table: &mut HashMap<TaskId, Record>, now: u64, metrics: &Metrics) {
+        table.retain(|_, r| {
+            if r.expires > now {
+                return true;
+            }
+            if !r.status.terminal() {
+                if let Some(a) = r.abort.take() {
+                    a.abort();
+                }
+                metrics.task_ended("expired", secs(now.saturating_sub(r.created)));
+            }
+            false
+        });
+    }
+
+    /// Creates a task for `principal`, `working`; the returned
+    /// `CreateTaskResult` fields are true before the reply leaves (a
+    /// `tasks/get` right after it finds the task).
+    pub(crate) fn create(
+        &self,
+        id: &str,
+        principal: &Principal,
+        metrics: &Metrics,
+    ) -> Result<Map<String, Value>, McpError> {
+        let now = self.clock.now();
+        let mut table = self.lock();
+        Self::sweep(&mut table, now, metrics);
+        let live = table
+            .values()
+            .filter(|r| r.principal == *principal && !r.status.terminal())
+            .count();
+        if live >= self.limits.max_live_per_principal {
+            metrics.limit_reached("tasks_per_principal");
+            return Err(McpError::InvalidRequest(format!(
+                "this client has {live} unfinished tasks, as many as one client may; wait for one to end or cancel one"
+            )));
+        }
+        if table.len() >= self.limits.max_kept {
+            let oldest = table
+                .iter()
+                .filter(|(_, r)| r.status.terminal())
+                .min_by_key(|(_, r)| r.updated)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => {
+                    table.remove(&k);
+                }
+                None => {
+                    metrics.limit_reached("tasks_total");
+                    return Err(McpError::InvalidRequest(
+                        "the server holds as many unfinished tasks as it may; try again later"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        let ttl = self.limits.ttl.as_secs().max(1);
+        table.insert(
+            id.to_owned(),
+            Record {
+                principal: principal.clone(),
+                status: Status::Working,
+                message: None,
+                created: now,
+                updated: now,
+                expires: now.saturating_add(ttl),
+                outcome: None,
+                open: None,
+                rounds: 0,
+                used: Vec::new(),
+                abort: None,
+            },
+        );
+        metrics.task_created();
+        let mut r = envelope(id, &table[id], &self.limits);
+        r.insert("resultType".into(), json!("task"));
+        Ok(r)
+    }
+
+    /// Records how to stop the task's body (a cancel, an expiry).
+    pub(crate) fn set_abort(&self, id: &str, abort: tokio::task::AbortHandle) {
+        let mut table = self.lock();
+        match table.get_mut(id) {
+            Some(r) if !r.status.terminal() => r.abort = Some(abort),
+            // Ended before it was recorded: nothing left to stop.
+            _ => abort.abort(),
+        }
+    }
+
+    /// The task as `tasks/get` shows it, for its own principal only.
+    pub(crate) fn get(
+        &self,
+        id: &str,
+        principal: &Principal,
+        metrics: &Metrics,
+    ) -> Result<Map<String, Value>, McpError> {
+        let now = self.clock.now();
+        let mut table = self.lock();
+        Self::sweep(&mut table, now, metrics);
+        let r = owned(&table, id, principal)?;
+        let mut out = envelope(id, r, &self.limits);
+        if let Some(open) = r
+            .open
+            .as_ref()
+            .filter(|_| r.status == Status::InputRequired)
+        {
+            let requests: Map<String, Value> = open
+                .questions
+                .iter()
+                .filter(|q| !open.answers.contains_key(&q.key))
+                .map(|q| (q.wire.clone(), q.request.clone()))
+                .collect();
+            out.insert("inputRequests".into(), Value::Object(requests));
+        }
+        if let Some((field, value)) = &r.outcome {
+            out.insert((*field).into(), value.clone());
+        }
+        Ok(out)
+    }
+
+    /// Opens a round of `questions` (handler keys); the task is
+    /// `input_required` until every one is answered. The wire keys are the
+    /// handler's, suffixed when a key was used before in this task.
+    pub(crate) fn open_round(
+        &self,
+        id: &str,
+        asked: Vec<(String, Value)>,
+        check: Check,
+    ) -> Result<oneshot::Receiver<Map<String, Value>>, McpError> {
+        let mut table = self.lock();
+        let r = table.get_mut(id).ok_or_else(unknown)?;
+        if r.status.terminal() {
+            return Err(McpError::Internal("the task ended".into()));
+        }
+        r.rounds += 1;
+        let mut questions = Vec::with_capacity(asked.len());
+        for (key, request) in asked {
+            let mut wire = key.clone();
+            let mut n = 1;
+            while r.used.contains(&wire) {
+                n += 1;
+                wire = format!("{key}#{n}");
+            }
+            r.used.push(wire.clone());
+            questions.push(Question { wire, key, request });
+        }
+        let (tx, rx) = oneshot::channel();
+        r.open = Some(Open {
+            n: r.rounds,
+            questions,
+            answers: Map::new(),
+            check,
+            wake: Some(tx),
+        });
+        r.status = Status::InputRequired;
+        r.updated = self.clock.now();
+        Ok(rx)
+    }
+
+    /// First half of `tasks/update`: the answers to keys still open, merged
+    /// with those already in, to be checked outside the lock. `None` when
+    /// nothing applies (no open round, a finished task, no open key): the
+    /// update is acknowledged and ignored.
+    pub(crate) fn to_check(
+        &self,
+        id: &str,
+        principal: &Principal,
+        responses: &Map<String, Value>,
+    ) -> Result<Option<ToCheck>, McpError> {
+        let table = self.lock();
+        let r = owned(&table, id, principal)?;
+        let Some(open) = r
+            .open
+            .as_ref()
+            .filter(|_| r.status == Status::InputRequired)
+        else {
+            return Ok(None);
+        };
+        let mut merged = open.answers.clone();
+        let mut answered = Vec::new();
+        for q in &open.questions {
+            if merged.contains_key(&q.key) {
+                continue;
+            }
+            if let Some(a) = responses.get(&q.wire) {
+                merged.insert(q.key.clone(), a.clone());
+                answered.push(q.key.clone());
+            }
+        }
+        if answered.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(ToCheck {
+            n: open.n,
+            merged,
+            check: open.check.clone(),
+            answered,
+        }))
+    }
+
+    /// Second half of `tasks/update`: checks the answers, then records
+    /// them; when the round is complete the body wakes with them.
+    pub(crate) fn apply(&self, id: &str, c: ToCheck) -> Result<(), McpError> {
+        (c.check)(&c.merged)?;
+        let mut table = self.lock();
+        let Some(r) = table.get_mut(id) else {
+            return Ok(());
+        };
+        let now = self.clock.now();
+        let Some(open) = r.open.as_mut().filter(|o| o.n == c.n) else {
+            // The round moved on while this was checked: stale, ignored.
+            return Ok(());
+        };
+        for key in &c.answered {
+            if let Some(a) = c.merged.get(key) {
+                open.answers.insert(key.clone(), a.clone());
+            }
+        }
+        r.updated = now;
+        if open
+            .questions
+            .iter()
+            .all(|q| open.answers.contains_key(&q.key))
+        {
+            let answers = std::mem::take(&mut open.answers);
+            if let Some(wake) = open.wake.take() {
+                let _ = wake.send(answers);
+            }
+            r.open = None;
+            r.status = Status::Working;
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: a running task ends `cancelled` and its body stops;
+    /// a finished one is left as it is.
+    pub(crate) fn cancel(
+        &self,
+        id: &str,
+        principal: &Principal,
+        metrics: &Metrics,
+    ) -> Result<(), McpError> {
+        let now = self.clock.now();
+        let mut table = self.lock();
+        Self::sweep(&mut table, now, metrics);
+        owned(&table, id, principal)?;
+        if let Some(r) = table.get_mut(id).filter(|r| !r.status.terminal()) {
+            if let Some(a) = r.abort.take() {
+                a.abort();
+            }
+            r.open = None;
+            r.status = Status::Cancelled;
+            r.updated = now;
+            metrics.task_ended("cancelled", secs(now.saturating_sub(r.created)));
+        }
+        Ok(())
+    }
+
+    /// Sets the status message.
+    pub(crate) fn set_message(&self, id: &str, message: String) {
+        if let Some(r) = self.lock().get_mut(id) {
+            r.message = Some(message);
+            r.updated = self.clock.now();
+        }
+    }
+
+    /// Ends a task with its body's outcome: `result` (completed) or `error`
+    /// (failed). A task already ended (cancelled, expired) keeps its end.
+    pub(crate) fn finish(&self, id: &str, field: &'static str, value: Value, metrics: &Metrics) {
+        let now = self.clock.now();
+        let mut table = self.lock();
+        let Some(r) = table.get_mut(id).filter(|r| !r.status.terminal()) else {
+            return;
+        };
+        let status = if field == "result" {
+            Status::Completed
+        } else {
+            Status::Failed
+        };
+        r.status = status;
+        r.outcome = Some((field, value));
+        r.open = None;
+        r.abort = None;
+        r.updated = now;
+        metrics.task_ended(status.as_str(), secs(now.saturating_sub(r.created)));
+    }
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// The record of `id` if `principal` owns it; an unknown id and another's
+/// get the same -32602.
+fn owned<'t>(
+    table: &'t HashMap<TaskId, Record>,
+    id: &str,
+    principal: &Principal,
+) -> Result<&'t Record, McpError> {
+    table
+        .get(id)
+        .filter(|r| r.principal == *principal)
+        .ok_or_else(unknown)
+}
+
+/// The `Task` fields every answer about a task carries.
+fn envelope(id: &str, r: &Record, limits: &TaskLimits) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("taskId".into(), json!(id));
+    m.insert("status".into(), json!(r.status.as_str()));
+    if let Some(msg) = &r.message {
+        m.insert("statusMessage".into(), json!(msg));
+    }
+    m.insert("createdAt".into(), json!(iso8601(r.created)));
+    m.insert("lastUpdatedAt".into(), json!(iso8601(r.updated)));
+    let ttl_ms = u64::try_from(limits.ttl.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    m.insert("ttlMs".into(), json!(ttl_ms));
+    if !r.status.terminal() {
+        let poll = u64::try_from(limits.poll_interval.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        m.insert("pollIntervalMs".into(), json!(poll));
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_8601_utc() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601(1_796_428_800 + 3_723), "2026-12-05T01:02:03Z");
+    }
+}

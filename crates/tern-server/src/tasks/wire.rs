@@ -1,0 +1,66 @@
+//! `tasks/get`, `tasks/update` and `tasks/cancel`.
+//!
+//! Each is gated on the request declaring the extension (-32021, before
+//! the id is looked up), then on the task being the caller's own (an
+//! unknown id and another principal's get the same -32602). Authorization
+//! was re-checked by the dispatch before any of this runs.
+
+use serde_json::{Map, Value};
+use tern_proto::accept::Accepted;
+use tern_proto::{McpError, Principal};
+use tern_types::methods::{Method, TASKS_EXTENSION};
+
+use super::extension_required;
+use crate::server::Server;
+
+impl Server {
+    /// Answers one of the tasks methods; the result is stamped by the
+    /// caller.
+    pub(crate) fn task_method(
+        &self,
+        a: &Accepted,
+        principal: &Principal,
+    ) -> Result<Map<String, Value>, McpError> {
+        if !a.meta.client_capabilities.extension(TASKS_EXTENSION) {
+            return Err(extension_required(a.method.as_str()));
+        }
+        let id = a
+            .params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| McpError::invalid_params("params.taskId must be a string"))?;
+        let tasks = &self.inner.tasks;
+        let metrics = self.metrics();
+        match a.method {
+            Method::TasksGet => tasks.get(id, principal, metrics),
+            Method::TasksCancel => {
+                tasks.cancel(id, principal, metrics)?;
+                Ok(Map::new())
+            }
+            Method::TasksUpdate => {
+                let responses = match a.params.get("inputResponses") {
+                    Some(Value::Object(m)) => m,
+                    _ => {
+                        return Err(McpError::invalid_params(
+                            "params.inputResponses must be an object",
+                        ));
+                    }
+                };
+                let max = self.config().max_input_responses;
+                if responses.len() > max {
+                    return Err(McpError::invalid_params(format!(
+                        "inputResponses has {} entries; at most {max} are read",
+                        responses.len()
+                    )));
+                }
+                // Applied before the acknowledgement leaves: a `tasks/get`
+                // right after it sees the answers.
+                if let Some(c) = tasks.to_check(id, principal, responses)? {
+                    tasks.apply(id, c)?;
+                }
+                Ok(Map::new())
+            }
+            other => Err(McpError::Internal(format!("{other} is not a tasks method"))),
+        }
+    }
+}
