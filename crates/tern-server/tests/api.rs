@@ -12,5 +12,6 @@ mod api {
     mod single_use;
     mod state;
     mod support;
+    mod tasks;
     mod url;
 }

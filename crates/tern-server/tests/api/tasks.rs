@@ -1,0 +1,454 @@
+//! The tasks extension on the server: creation, in-task input through
+//! `tasks/update`, cancellation, and what a hostile client may try (another
+//! principal's task, a guessed id, answers never asked, answers that break
+//! the schema, answers after the end, too many tasks, a polling flood).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_proto::Principal;
+use tern_server::{
+    Elicited, Error, Need, Outcome, Server, Task, TaskLimits, TaskScope, TaskSupport, ToolDef,
+    ToolResult,
+};
+
+use super::support::{Approval, Harness, Profile, accept, error, meta, result};
+
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+fn caps() -> Value {
+    json!({"elicitation": {"form": {}}, "extensions": {EXT: {}}})
+}
+
+fn call(name: &str, caps: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"_meta": meta(caps), "name": name, "arguments": {}}})
+}
+
+fn task_req(method: &str, id: &str, extra: Value) -> Value {
+    let mut params = json!({"_meta": meta(caps()), "taskId": id});
+    if let Value::Object(m) = extra {
+        params.as_object_mut().unwrap().extend(m);
+    }
+    json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+}
+
+fn alice() -> Principal {
+    Principal::Static {
+        secret_id: "alice".into(),
+    }
+}
+
+fn bob() -> Principal {
+    Principal::Static {
+        secret_id: "bob".into(),
+    }
+}
+
+/// A task that asks for an approval, then for a profile, and counts how
+/// often its body started (it must start once).
+fn approval_tool(starts: Arc<AtomicUsize>) -> ToolDef {
+    let handler = move |task: Task| {
+        let starts = starts.clone();
+        async move {
+            task.run(move |scope: TaskScope| async move {
+                starts.fetch_add(1, Ordering::SeqCst);
+                let approved = scope
+                    .ask(Need::form::<Approval>("approve", "Go ahead?"))
+                    .await?;
+                let Elicited::Accepted(Approval { approved: true }) = approved else {
+                    return Ok::<_, Error>(ToolResult::text("not approved"));
+                };
+                let profile = scope
+                    .ask(Need::form::<Profile>("profile", "Who are you?"))
+                    .await?;
+                Ok(match profile {
+                    Elicited::Accepted(p) => ToolResult::text(format!("approved by {}", p.name)),
+                    Elicited::Declined => ToolResult::text("declined"),
+                    Elicited::Cancelled => ToolResult::text("cancelled"),
+                })
+            })
+        }
+    };
+    ToolDef::new("approve", "asks during the task", handler).task(TaskSupport::Optional)
+}
+
+fn sleeper() -> ToolDef {
+    async fn sleep(task: Task) -> Outcome {
+        task.run(|_| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ToolResult::text("woke")
+        })
+    }
+    ToolDef::new("sleep", "sleeps an hour", sleep).task(TaskSupport::Required)
+}
+
+fn harness(limits: TaskLimits) -> (Harness, Arc<AtomicUsize>) {
+    let starts = Arc::new(AtomicUsize::new(0));
+    let builder = Server::builder("tasks", "1")
+        .tool_def(approval_tool(starts.clone()))
+        .tool_def(sleeper())
+        .config(tern_server::Config {
+            tasks: limits,
+            ..tern_server::Config::default()
+        });
+    (Harness::new(builder), starts)
+}
+
+async fn get(h: &Harness, who: Principal, id: &str) -> Value {
+    result(&h.send_as(who, &task_req("tasks/get", id, json!({}))).await)
+}
+
+/// Polls until the task shows `status` (the body runs on the runtime).
+async fn wait_for(h: &Harness, who: Principal, id: &str, status: &str) -> Value {
+    for _ in 0..500 {
+        let t = get(h, who.clone(), id).await;
+        if t["status"] == status {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    panic!(
+        "task {id} never reached {status}: {}",
+        get(h, who, id).await
+    );
+}
+
+/// `tasks/update` and `tasks/cancel` answer `{resultType: "complete"}`
+/// (and the server's `_meta`), never a task envelope.
+fn assert_bare_ack(ack: &Value) {
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let keys: Vec<&String> = ack.as_object().unwrap().keys().collect();
+    assert!(
+        keys.iter().all(|k| *k == "resultType" || *k == "_meta"),
+        "{ack}"
+    );
+}
+
+async fn create(h: &Harness, who: Principal, tool: &str) -> String {
+    let r = result(&h.send_as(who, &call(tool, caps())).await);
+    assert_eq!(r["resultType"], "task", "{r}");
+    assert_eq!(r["status"], "working");
+    for absent in [
+        "result",
+        "error",
+        "inputRequests",
+        "requestState",
+        "ttl",
+        "task",
+    ] {
+        assert!(r.get(absent).is_none(), "{absent} in {r}");
+    }
+    let id = r["taskId"].as_str().unwrap().to_owned();
+    // 128 bits, hex.
+    assert_eq!(id.len(), 32);
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+    id
+}
+
+#[tokio::test]
+async fn a_task_asks_during_its_run_and_its_body_runs_once() {
+    let (h, starts) = harness(TaskLimits::default());
+    let id = create(&h, alice(), "approve").await;
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(t["resultType"], "complete");
+    let asked = t["inputRequests"].as_object().unwrap();
+    assert_eq!(asked.keys().collect::<Vec<_>>(), ["approve"]);
+    assert_eq!(asked["approve"]["method"], "elicitation/create");
+    assert!(t.get("requestState").is_none());
+
+    let ack = result(
+        &h.send_as(
+            alice(),
+            &task_req(
+                "tasks/update",
+                &id,
+                json!({"inputResponses": {"approve": accept(json!({"approved": true}))}}),
+            ),
+        )
+        .await,
+    );
+    assert_bare_ack(&ack);
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(
+        t["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["profile"]
+    );
+    h.send_as(
+        alice(),
+        &task_req(
+            "tasks/update",
+            &id,
+            json!({"inputResponses": {"profile": accept(json!({"name": "Ada"}))}}),
+        ),
+    )
+    .await;
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "approved by Ada");
+    assert!(t.get("pollIntervalMs").is_none());
+    assert_eq!(starts.load(Ordering::SeqCst), 1, "the body is not re-run");
+    assert_eq!(h.server.metrics().tasks_ended("completed"), 1);
+}
+
+#[tokio::test]
+async fn in_task_answers_are_checked_before_the_update_is_acknowledged() {
+    let (h, _) = harness(TaskLimits::default());
+    let id = create(&h, alice(), "approve").await;
+    wait_for(&h, alice(), &id, "input_required").await;
+    // The schema says boolean: refused, and the key stays open.
+    let bad = h
+        .send_as(
+            alice(),
+            &task_req(
+                "tasks/update",
+                &id,
+                json!({"inputResponses": {"approve": accept(json!({"approved": "yes"}))}}),
+            ),
+        )
+        .await;
+    let (code, e) = error(&bad);
+    assert_eq!(code, -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("approve"), "{e}");
+    let t = get(&h, alice(), &id).await;
+    assert_eq!(t["status"], "input_required");
+    assert!(t["inputRequests"]["approve"].is_object());
+    // A key never asked is ignored; nothing moves.
+    let ack = h
+        .send_as(
+            alice(),
+            &task_req(
+                "tasks/update",
+                &id,
+                json!({"inputResponses": {"profile": accept(json!({"name": "Eve"}))}}),
+            ),
+        )
+        .await;
+    assert_eq!(result(&ack)["resultType"], "complete");
+    assert_eq!(get(&h, alice(), &id).await["status"], "input_required");
+    // Not an object: refused.
+    let (code, _) = error(
+        &h.send_as(
+            alice(),
+            &task_req("tasks/update", &id, json!({"inputResponses": [1]})),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602);
+    // Declining is an answer: the body sees it.
+    h.send_as(
+        alice(),
+        &task_req(
+            "tasks/update",
+            &id,
+            json!({"inputResponses": {"approve": {"action": "decline"}}}),
+        ),
+    )
+    .await;
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "not approved");
+    // After the end, answers are acknowledged and ignored.
+    let late = h
+        .send_as(
+            alice(),
+            &task_req(
+                "tasks/update",
+                &id,
+                json!({"inputResponses": {"approve": accept(json!({"approved": true}))}}),
+            ),
+        )
+        .await;
+    assert_eq!(result(&late)["resultType"], "complete");
+    assert_eq!(
+        get(&h, alice(), &id).await["result"]["content"][0]["text"],
+        "not approved"
+    );
+}
+
+#[tokio::test]
+async fn another_principals_task_is_as_unknown_as_a_guessed_id() {
+    let (h, _) = harness(TaskLimits::default());
+    let id = create(&h, alice(), "approve").await;
+    wait_for(&h, alice(), &id, "input_required").await;
+    for method in ["tasks/get", "tasks/cancel"] {
+        let theirs = h.send_as(bob(), &task_req(method, &id, json!({}))).await;
+        let guessed = h
+            .send_as(alice(), &task_req(method, &"0".repeat(32), json!({})))
+            .await;
+        assert_eq!(error(&theirs).0, -32602, "{method}");
+        assert_eq!(error(&theirs).1["message"], error(&guessed).1["message"]);
+    }
+    let answer = json!({"inputResponses": {"approve": accept(json!({"approved": false}))}});
+    let theirs = h
+        .send_as(bob(), &task_req("tasks/update", &id, answer))
+        .await;
+    assert_eq!(error(&theirs).0, -32602);
+    // Bob's attempts changed nothing for Alice.
+    assert_eq!(get(&h, alice(), &id).await["status"], "input_required");
+}
+
+#[tokio::test]
+async fn the_tasks_methods_need_the_extension_before_anything_else() {
+    let (h, _) = harness(TaskLimits::default());
+    let plain = json!({"elicitation": {}});
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let extra = if method == "tasks/update" {
+            json!({"inputResponses": {}})
+        } else {
+            json!({})
+        };
+        let mut req = task_req(method, "nope", extra);
+        req["params"]["_meta"] = meta(plain.clone());
+        let reply = h.send(&req).await;
+        let (code, e) = error(&reply);
+        assert_eq!(code, -32021, "{method}");
+        assert_eq!(reply.0, 400);
+        assert_eq!(
+            e["data"]["requiredCapabilities"]["extensions"][EXT],
+            json!({})
+        );
+    }
+    // A task-required tool from such a client: -32021 before it runs.
+    let (code, e) = error(&h.send(&call("sleep", plain.clone())).await);
+    assert_eq!(code, -32021);
+    assert_eq!(
+        e["data"]["requiredCapabilities"]["extensions"][EXT],
+        json!({})
+    );
+    // A task-optional one runs inline, as an MRTR flow.
+    let r = result(&h.send(&call("approve", plain)).await);
+    assert_eq!(r["resultType"], "input_required");
+    assert!(r.get("taskId").is_none());
+    // tasks/result and tasks/list are not methods.
+    for removed in ["tasks/result", "tasks/list"] {
+        let (code, _) = error(&h.send(&task_req(removed, "x", json!({}))).await);
+        assert_eq!(code, -32601, "{removed}");
+    }
+}
+
+#[tokio::test]
+async fn cancelling_stops_the_body_and_is_idempotent() {
+    let (h, _) = harness(TaskLimits::default());
+    let id = create(&h, alice(), "sleep").await;
+    let ack = result(
+        &h.send_as(alice(), &task_req("tasks/cancel", &id, json!({})))
+            .await,
+    );
+    assert_bare_ack(&ack);
+    assert_eq!(get(&h, alice(), &id).await["status"], "cancelled");
+    let again = result(
+        &h.send_as(alice(), &task_req("tasks/cancel", &id, json!({})))
+            .await,
+    );
+    assert_eq!(again, ack);
+    assert_eq!(h.server.metrics().tasks_ended("cancelled"), 1);
+}
+
+#[tokio::test]
+async fn one_principal_holds_at_most_its_share_of_live_tasks() {
+    let limits = TaskLimits {
+        max_live_per_principal: 3,
+        ..TaskLimits::default()
+    };
+    let (h, _) = harness(limits);
+    for _ in 0..3 {
+        create(&h, alice(), "sleep").await;
+    }
+    let (code, e) = error(&h.send_as(alice(), &call("sleep", caps())).await);
+    assert_eq!(code, -32600, "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("unfinished tasks"),
+        "{e}"
+    );
+    assert_eq!(h.server.metrics().limits_reached("tasks_per_principal"), 1);
+    // Another principal is not held by Alice's.
+    create(&h, bob(), "sleep").await;
+}
+
+#[tokio::test]
+async fn a_task_is_gone_after_its_time_to_live() {
+    let limits = TaskLimits {
+        ttl: Duration::from_secs(60),
+        ..TaskLimits::default()
+    };
+    let (h, _) = harness(limits);
+    let id = create(&h, alice(), "sleep").await;
+    let t = get(&h, alice(), &id).await;
+    assert_eq!(t["ttlMs"], 60_000);
+    h.clock.advance(59);
+    assert_eq!(get(&h, alice(), &id).await["status"], "working");
+    h.clock.advance(1);
+    let (code, _) = error(
+        &h.send_as(alice(), &task_req("tasks/get", &id, json!({})))
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(h.server.metrics().tasks_ended("expired"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_waiting_past_its_input_wait_fails() {
+    let limits = TaskLimits {
+        input_wait: Duration::from_secs(30),
+        ..TaskLimits::default()
+    };
+    let (h, _) = harness(limits);
+    let id = create(&h, alice(), "approve").await;
+    wait_for(&h, alice(), &id, "input_required").await;
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    let t = wait_for(&h, alice(), &id, "failed").await;
+    assert_eq!(t["error"]["code"], -32600, "{t}");
+    assert!(t.get("result").is_none());
+    assert_eq!(h.server.metrics().limits_reached("task_input_wait"), 1);
+}
+
+#[tokio::test]
+async fn a_polling_flood_holds_nothing_new() {
+    let (h, _) = harness(TaskLimits::default());
+    let id = create(&h, alice(), "sleep").await;
+    let first = get(&h, alice(), &id).await;
+    for _ in 0..2000 {
+        let t = get(&h, alice(), &id).await;
+        assert_eq!(t["taskId"], first["taskId"]);
+    }
+    // Polls create nothing: the principal's budget is as it was.
+    let limits = TaskLimits::default().max_live_per_principal;
+    for _ in 1..limits {
+        create(&h, alice(), "sleep").await;
+    }
+    assert_eq!(
+        error(&h.send_as(alice(), &call("sleep", caps())).await).0,
+        -32600
+    );
+}
+
+#[tokio::test]
+async fn discovery_and_listing_name_the_extension() {
+    let (h, _) = harness(TaskLimits::default());
+    let d = result(
+        &h.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                        "params": {"_meta": meta(caps())}}),
+        )
+        .await,
+    );
+    assert_eq!(d["capabilities"]["extensions"][EXT], json!({}));
+    assert!(d["capabilities"].get("tasks").is_none());
+    let l = result(
+        &h.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                        "params": {"_meta": meta(caps())}}))
+            .await,
+    );
+    let support: Vec<&Value> = l["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["execution"]["taskSupport"])
+        .collect();
+    assert_eq!(support, [&json!("optional"), &json!("required")]);
+}
