@@ -39,6 +39,8 @@ pub struct ClientBuilder {
     era_policy: EraPolicy,
     era_hint: Option<Era>,
     probe_timeout: Duration,
+    tasks: bool,
+    task_timeout: Duration,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -128,6 +130,24 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// every request, so a server may run a long tool call as a task; the
+    /// typed calls then poll it to its end, answering in-task questions
+    /// through the same provider (default off, EXT-A1).
+    #[must_use]
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
+    }
+
+    /// The deadline of a task, from its creation to its result (default
+    /// 1 h); past it the task is cancelled.
+    #[must_use]
+    pub fn task_timeout(mut self, deadline: Duration) -> Self {
+        self.task_timeout = deadline;
+        self
+    }
+
     /// The deadline of one request/response exchange (default 60 s; CANC-7).
     #[must_use]
     pub fn request_timeout(mut self, deadline: Duration) -> Self {
@@ -160,6 +180,8 @@ impl ClientBuilder {
                 probe_timeout: self.probe_timeout,
                 connection: RwLock::new(None),
                 connecting: tokio::sync::Mutex::new(()),
+                tasks: self.tasks,
+                task_timeout: self.task_timeout,
             }),
         }
     }
@@ -184,6 +206,9 @@ pub(crate) struct Inner {
     pub(crate) connection: RwLock<Option<Arc<Connection>>>,
     /// Held while the first call reaches the server.
     pub(crate) connecting: tokio::sync::Mutex<()>,
+    /// Whether the tasks extension is declared.
+    pub(crate) tasks: bool,
+    pub(crate) task_timeout: Duration,
 }
 
 /// An MCP client over one [`Transport`]. Cheap to clone; calls may run
@@ -227,6 +252,8 @@ impl Client {
             era_policy: EraPolicy::Modern,
             era_hint: None,
             probe_timeout: Duration::from_secs(10),
+            tasks: false,
+            task_timeout: Duration::from_secs(3600),
         }
     }
 
@@ -239,7 +266,13 @@ impl Client {
     /// The capabilities declared on every request: what the provider can
     /// do (META-A1).
     pub fn capabilities(&self) -> ClientCapabilities {
-        self.inner.provider.kinds().capabilities()
+        let mut caps = self.inner.provider.kinds().capabilities();
+        if self.inner.tasks {
+            let mut ext = Map::new();
+            ext.insert(methods::TASKS_EXTENSION.into(), Value::Object(Map::new()));
+            caps.extensions = Some(ext);
+        }
+        caps
     }
 
     /// The protocol version the next request will name.
@@ -394,7 +427,7 @@ impl Client {
             .await
     }
 
-    async fn simple<R: DeserializeOwned>(
+    pub(crate) async fn simple<R: DeserializeOwned>(
         &self,
         method: &str,
         params: Map<String, Value>,

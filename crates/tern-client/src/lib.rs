@@ -30,6 +30,7 @@ mod mrtr;
 mod options;
 mod provider;
 mod race;
+mod task;
 mod transport;
 mod xmh;
 
@@ -43,6 +44,7 @@ pub use mrtr::{
 };
 pub use options::{CallOptions, NotificationHandler, RoundEvent, RoundObserver};
 pub use provider::{InputContext, InputKinds, InputProvider, NoInput, Refusal};
+pub use task::{MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, PendingTask, TaskStatus};
 pub use tern_types::legacy::Era;
 pub use transport::{
     BoxFuture, Frames, OutboundNotification, OutboundRequest, OutboundResponse, Transport,

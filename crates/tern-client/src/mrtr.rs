@@ -28,6 +28,7 @@ use crate::client::{Call, Client, parse_result, prompt_params, result_type};
 use crate::options::{CallOptions, RoundEvent};
 use crate::provider::{InputContext, InputKinds, InputProvider};
 use crate::race::{cancellable, catch_panic, join_all};
+use crate::task::{PendingTask, created};
 
 /// The most input requests one interim result may carry (SECURITY.md
 /// §3.10).
@@ -70,6 +71,9 @@ pub enum Step<T> {
     /// The server needs input (or another round): answer it and
     /// [`resume`](Client::resume).
     Pending(PendingCall<T>),
+    /// The server runs the call as a task (the tasks extension): poll it
+    /// with [`Client::wait_task`].
+    Task(PendingTask<T>),
 }
 
 impl<T> Step<T> {
@@ -77,15 +81,23 @@ impl<T> Step<T> {
     pub fn complete(self) -> Option<T> {
         match self {
             Step::Complete(t) => Some(t),
-            Step::Pending(_) => None,
+            Step::Pending(_) | Step::Task(_) => None,
         }
     }
 
     /// The pending call, if there is one.
     pub fn pending(self) -> Option<PendingCall<T>> {
         match self {
-            Step::Complete(_) => None,
             Step::Pending(p) => Some(p),
+            Step::Complete(_) | Step::Task(_) => None,
+        }
+    }
+
+    /// The created task, if there is one.
+    pub fn task(self) -> Option<PendingTask<T>> {
+        match self {
+            Step::Task(t) => Some(t),
+            Step::Complete(_) | Step::Pending(_) => None,
         }
     }
 }
@@ -145,6 +157,26 @@ impl<T> PendingCall<T> {
     /// The server's identity from the interim result, for display (META-11).
     pub fn server_info(&self) -> Option<&Value> {
         self.server_info.as_ref()
+    }
+
+    /// The open questions of a task, answered like a round's.
+    pub(crate) fn in_task(
+        method: &str,
+        params: Map<String, Value>,
+        round: u32,
+        input_requests: InputRequests,
+        server_info: Option<Value>,
+    ) -> Self {
+        PendingCall {
+            method: method.to_owned(),
+            params,
+            round,
+            request_state: None,
+            input_requests,
+            server_info,
+            answer_within_secs: None,
+            _result: PhantomData,
+        }
     }
 }
 
@@ -360,8 +392,21 @@ impl Client {
         pending: PendingCall<T>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
-        self.bounded::<T, _>(opts, self.run(Step::Pending(pending), opts))
-            .await
+        let step = self
+            .bounded::<T, _>(opts, self.run(Step::Pending(pending), opts))
+            .await?;
+        self.settle(step, opts).await
+    }
+
+    /// The result of what [`Client::run`] ended with: the result, or the
+    /// task's, polled to its end (outside the flow's deadline: a task has
+    /// its own).
+    async fn settle<T: FlowResult>(&self, step: Step<T>, opts: &CallOptions) -> Result<T, Error> {
+        match step {
+            Step::Complete(t) => Ok(t),
+            Step::Task(task) => self.wait_task(task, opts).await,
+            Step::Pending(_) => Err(Error::protocol("a flow ended waiting for input")),
+        }
     }
 
     async fn first<T: FlowResult>(
@@ -378,11 +423,13 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
-        self.bounded::<T, _>(opts, async {
-            let first = self.round(params, 1, None, None, opts).await?;
-            self.run(first, opts).await
-        })
-        .await
+        let step = self
+            .bounded::<T, _>(opts, async {
+                let first = self.round(params, 1, None, None, opts).await?;
+                self.run(first, opts).await
+            })
+            .await?;
+        self.settle(step, opts).await
     }
 
     /// The call's cancellation token and deadline around `fut`, whatever
@@ -401,13 +448,18 @@ impl Client {
         .await
     }
 
-    /// The loop: answer, retry, until complete or a limit (MRTR-C-A3).
-    async fn run<T: FlowResult>(&self, mut step: Step<T>, opts: &CallOptions) -> Result<T, Error> {
+    /// The loop: answer, retry, until complete, a task, or a limit
+    /// (MRTR-C-A3). Never returns [`Step::Pending`].
+    async fn run<T: FlowResult>(
+        &self,
+        mut step: Step<T>,
+        opts: &CallOptions,
+    ) -> Result<Step<T>, Error> {
         let mut state_only = 0;
         loop {
             let pending = match step {
-                Step::Complete(t) => return Ok(t),
                 Step::Pending(p) => p,
+                done => return Ok(done),
             };
             if pending.round >= self.max_rounds(opts) {
                 return Err(self.round_limit(opts));
@@ -488,6 +540,21 @@ impl Client {
                 opts,
             })
             .await?;
+        // The tasks extension's result, only for a call that declared it
+        // (EXT-3).
+        if result.get("resultType").and_then(Value::as_str) == Some("task") {
+            let declared = opts
+                .capabilities
+                .as_ref()
+                .map_or(self.inner.tasks, |c| c.extension(methods::TASKS_EXTENSION));
+            let task = created(T::METHOD, base, &result, declared)?;
+            opts.emit(&RoundEvent::Task {
+                task_id: task.task_id(),
+                status: "working",
+                message: None,
+            });
+            return Ok(Step::Task(task));
+        }
         match result_type(&result)? {
             ResultType::InputRequired => {
                 let (input_requests, request_state, server_info, answer_within_secs) =

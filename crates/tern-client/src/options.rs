@@ -48,6 +48,16 @@ pub enum RoundEvent<'a> {
         /// The last round.
         round: u32,
     },
+    /// A task's status as a poll saw it, when it changed (the tasks
+    /// extension). `message` is server text.
+    Task {
+        /// The task's id.
+        task_id: &'a str,
+        /// Its status.
+        status: &'a str,
+        /// Its status message, if any.
+        message: Option<&'a str>,
+    },
 }
 
 /// Per-call options. The default: no cancellation token, no progress, no

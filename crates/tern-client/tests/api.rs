@@ -7,4 +7,5 @@ mod api {
     mod observe;
     mod scripted;
     mod support;
+    mod tasks;
 }

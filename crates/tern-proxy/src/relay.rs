@@ -135,8 +135,15 @@ pub(crate) struct Forward {
 
 impl Forward {
     fn options(&self) -> CallOptions {
+        // The proxy does not run tasks for its clients: it never declares
+        // the tasks extension upstream, so a task-optional upstream tool
+        // runs inline and a task-required one answers -32021.
+        let mut caps = self.caps.clone();
+        if let Some(ext) = &mut caps.extensions {
+            ext.remove(tern_types::methods::TASKS_EXTENSION);
+        }
         let mut o = CallOptions::new()
-            .capabilities(self.caps.clone())
+            .capabilities(caps)
             .timeout(self.shared.options.upstream_timeout);
         if let Some(tp) = &self.traceparent {
             o = o.traceparent(tp.clone());
@@ -306,6 +313,12 @@ impl Forward {
     ) -> Result<Outcome, Error> {
         match step {
             Ok(Step::Complete(result)) => Ok(Json(result).into_outcome()),
+            // Not declared upstream (see `options`), so refused by the client.
+            Ok(Step::Task(_)) => Err(self
+                .failure(&tern_client::Error::protocol(
+                    "the upstream server answered with a task",
+                ))
+                .into()),
             Ok(Step::Pending(pending)) => {
                 let round = UpRound::of(&pending);
                 let needs = needs(&round.requests)?;
@@ -420,7 +433,7 @@ impl Forward {
                 Ok(Step::Complete(r)) => {
                     serde_json::to_value(r).map_err(|e| tern_client::Error::protocol(e.to_string()))
                 }
-                Ok(Step::Pending(_)) => Err(tern_client::Error::protocol(
+                Ok(Step::Pending(_) | Step::Task(_)) => Err(tern_client::Error::protocol(
                     "a 2025-11-25 session answered input_required",
                 )),
                 Err(e) => Err(e),

@@ -288,6 +288,9 @@ async fn request_state(client: &Client) -> Result<(), Error> {
             Step::Pending(p) => {
                 client.finish(p, &Default::default()).await?;
             }
+            Step::Task(t) => {
+                client.wait_task(t, &Default::default()).await?;
+            }
         }
     }
     client.call_tool("test_mrtr_no_state", empty()).await?;
