@@ -32,6 +32,7 @@ mod serve;
 mod servers;
 mod signin;
 mod target;
+mod task;
 mod ui;
 mod url;
 mod workload;
@@ -71,6 +72,9 @@ enum Command {
     /// Check a server's multi round-trip security: replay one of its flows
     /// with one thing wrong at a time and report what it refused.
     Probe(ProbeArgs),
+    /// Follow, inspect or cancel a task a tool call started (the tasks
+    /// extension; `tern call --detach` prints its id).
+    Task(task::TaskArgs),
     /// List the named servers of the config file ("mcpServers").
     Servers {
         /// The file to read (default: tern/config.json in the platform
@@ -443,6 +447,15 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "N", default_value_t = provider::DEFAULT_MAX_TOKENS,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) max_tokens: u64,
+    /// Declare the tasks extension: the server may run a long tool call as
+    /// a task, which the call follows to its end (its status on stderr, its
+    /// questions asked like a round's; Ctrl-C cancels the task).
+    #[arg(long)]
+    pub(crate) tasks: bool,
+    /// With --tasks implied: when the server runs the tool as a task, print
+    /// the task id and exit at once; `tern task wait` follows it later.
+    #[arg(long)]
+    pub(crate) detach: bool,
 }
 
 /// `tern probe`.
@@ -583,6 +596,7 @@ fn main() -> ExitCode {
         Command::Servers { config } => servers::list(config.as_deref()),
         Command::Probe(a) => probe::run(a),
         Command::Proxy(a) => proxy::run(a),
+        Command::Task(a) => task::run(a),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(shell, &mut Cli::command(), "tern", &mut std::io::stdout());

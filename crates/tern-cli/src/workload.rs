@@ -12,8 +12,9 @@ use axum::response::Html;
 use axum::routing::get;
 use serde::Deserialize;
 use tern::server::{
-    Args, Ask, ElicitForm, Elicited, Error, Flow, Log, Need, Progress, PromptDef, PromptResult,
-    ResourceDef, ResourceResult, RouteLimits, ServerBuilder, SingleUse, State, ToolDef, ToolResult,
+    Args, Ask, ElicitForm, Elicited, Error, Flow, Log, Need, Outcome, Progress, PromptDef,
+    PromptResult, ResourceDef, ResourceResult, RouteLimits, ServerBuilder, SingleUse, State, Task,
+    TaskScope, TaskSupport, ToolDef, ToolResult,
 };
 
 /// The application code for "the person declined", from Tern's registry
@@ -145,6 +146,56 @@ async fn deploy(Args(a): Args<DeployArgs>, ask: Ask) -> Result<ToolResult, Error
             a.environment
         ))),
     }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct MigrateArgs {
+    /// The database to migrate.
+    database: String,
+    /// Seconds the checks take before the question (default 0, at most 60).
+    #[serde(default)]
+    seconds: f64,
+}
+
+#[derive(Debug, Deserialize, ElicitForm)]
+struct ApplyMigration {
+    /// Apply the migration now
+    apply: bool,
+}
+
+/// A long-running tool (the tasks extension): checks, then asks whether to
+/// apply, then applies. Run as a task it asks during the task and the
+/// checks run once; run inline (a client without tasks) it is an MRTR flow
+/// whose checks run again on each round, so nothing irreversible happens
+/// before the last question.
+async fn migrate(Args(a): Args<MigrateArgs>, task: Task) -> Outcome {
+    let secs = if a.seconds.is_finite() {
+        a.seconds.clamp(0.0, 60.0)
+    } else {
+        0.0
+    };
+    task.run(move |scope: TaskScope| async move {
+        scope.status(format!("checking {}", a.database));
+        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+        let question = format!("The checks of {} passed. Apply the migration?", a.database);
+        let answer = scope
+            .ask(Need::form::<ApplyMigration>("apply_migration", &question))
+            .await?;
+        match answer {
+            Elicited::Accepted(ApplyMigration { apply: true }) => {
+                scope.status(format!("applying to {}", a.database));
+                Ok(ToolResult::text(format!("migrated {}", a.database)))
+            }
+            Elicited::Accepted(_) | Elicited::Declined => Err(Error::tool(format!(
+                "the migration of {} was not applied",
+                a.database
+            ))),
+            Elicited::Cancelled => Err(Error::tool(format!(
+                "the migration of {} was cancelled",
+                a.database
+            ))),
+        }
+    })
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -285,6 +336,7 @@ pub(crate) fn server(builder: ServerBuilder, logins: Arc<Logins>) -> ServerBuild
         .tool("count", "Counts to a number, reporting progress and logging each step", count)
         .tool("deploy", "Deploys to an environment after a person approves; reads the workspace roots if offered", deploy)
         .tool("ask_model", "Asks the client's model a question", ask_model)
+        .tool_def(ToolDef::new("migrate", "Migrates a database after checks and a person's go-ahead; a task when the client takes tasks", migrate).task(TaskSupport::Optional))
         .tool_def(ToolDef::new("redeem", "Redeems a one-time code after confirmation; a code redeems at most once", redeem).single_use())
         .tool_def(ToolDef::new("order", "Places an order after confirmation; each confirmed flow places one", order).single_use())
         .tool_def(

@@ -20,4 +20,5 @@ mod api {
     mod probe;
     mod proxy;
     mod pty;
+    mod tasks;
 }

@@ -614,13 +614,13 @@ impl Client {
     /// The mirrored headers (HTTP-C8, HTTP-C10, HTTP-XMH-C4), recomputed for
     /// every request (MRTR-C8).
     fn headers(&self, call: &Call<'_>, version: &str) -> Result<McpHeaders, Error> {
-        let name = match call.method {
-            methods::TOOLS_CALL | methods::PROMPTS_GET => call.params.get("name"),
-            methods::RESOURCES_READ => call.params.get("uri"),
-            _ => None,
-        }
-        .and_then(Value::as_str)
-        .map(encode_header_value);
+        // HTTP-S11, and the tasks extension's `Mcp-Name: <taskId>`: one
+        // list of which field each method names, in tern-types.
+        let name = methods::Method::parse(call.method)
+            .and_then(methods::Method::target_field)
+            .and_then(|field| call.params.get(field))
+            .and_then(Value::as_str)
+            .map(encode_header_value);
         let mut params = Vec::new();
         if call.method == methods::TOOLS_CALL && self.inner.transport.mirrors_headers() {
             let tool = call

@@ -248,6 +248,24 @@ impl Client {
         self.drive(resource_params(uri), opts).await
     }
 
+    /// `tools/call`, driving every round, but not waiting for a task the
+    /// server creates: the result, or the task ([`Step::Task`]) to poll
+    /// later with [`Client::wait_task`] (a detached call).
+    pub async fn start_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<Step<CallToolResult>, Error> {
+        self.bounded::<CallToolResult, _>(opts, async {
+            let first = self
+                .round(tool_params(name, arguments), 1, None, None, opts)
+                .await?;
+            self.run(first, opts).await
+        })
+        .await
+    }
+
     /// One round of `tools/call`: the result, or the pending call to answer
     /// and [`resume`](Self::resume) (MRTR-C-A3's one-shot API).
     pub async fn call_tool_once(

@@ -28,11 +28,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern::client::{Error, InputKinds};
+use tern::client::{CancelToken, Error, InputKinds};
 use tern::types::{CallToolResult, GetPromptResult, ReadResourceResult};
 
 use self::args::{What, parse_args_json, parse_what};
-use self::outcome::{Out, finish, report_error};
+use self::outcome::{Out, detach, finish, report_error};
 pub(crate) use self::report::{Reporter, Sink, drive};
 use self::restart::drive_restarting;
 use self::schema::{Lookup, check_prompt_args, prompt_arguments, tool_arguments};
@@ -59,10 +59,17 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
     };
     let limit = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let rt = runtime()?;
+    let cancel = CancelToken::new();
     let code = rt.block_on(async move {
+        let run = within(limit, call(args, what, settings, cancel.clone()));
+        tokio::pin!(run);
         tokio::select! {
-            r = within(limit, call(args, what, settings)) => r,
+            r = &mut run => r,
             _ = tokio::signal::ctrl_c() => {
+                // The call ends at once; a task it follows is first
+                // cancelled at the server (bounded).
+                cancel.cancel();
+                let _ = tokio::time::timeout(Duration::from_secs(5), &mut run).await;
                 eprintln!("\ntern: cancelled");
                 Ok(exit::code(exit::INTERRUPTED))
             }
@@ -169,8 +176,14 @@ fn declared(
     kinds
 }
 
-/// Connects, runs the operation and prints its outcome.
-async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<ExitCode, String> {
+/// Connects, runs the operation and prints its outcome; after `cancel`
+/// (Ctrl-C) it prints nothing more.
+async fn call(
+    args: CallArgs,
+    what: What,
+    mut settings: Settings,
+    cancel: CancelToken,
+) -> Result<ExitCode, String> {
     let label = args
         .target
         .cmd
@@ -182,8 +195,13 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
     // The rounds of every flow, and a legacy server's requests, within
     // --max-rounds (MRTR-C-A3); the whole call's time is kept by `within`.
     let rounds = args.max_rounds;
-    let tune =
-        move |b: tern::client::ClientBuilder| b.max_rounds(rounds).flow_timeout(Duration::MAX);
+    let tasks = args.tasks || args.detach;
+    let tune = move |b: tern::client::ClientBuilder| {
+        b.max_rounds(rounds)
+            .flow_timeout(Duration::MAX)
+            .task_timeout(Duration::MAX)
+            .tasks(tasks)
+    };
     let conn = match target::connect_with(&args.target, provider.clone(), tune).await {
         Ok(c) => c,
         Err(e) => return Ok(usage(&e)),
@@ -206,6 +224,8 @@ async fn call(args: CallArgs, what: What, mut settings: Settings) -> Result<Exit
         json: args.json,
         restart: args.restart,
         url: args.target.url.clone(),
+        detach: args.detach,
+        cancel,
     };
     let code = match operate(&conn, what, args.args.as_deref(), &out, &rep_for, &provider).await {
         Ok(code) => code,
@@ -264,8 +284,12 @@ async fn operate(
             let what = format!("tools/call {name}");
             let arguments = tool_arguments(client, &name, &what, [extra, pairs].concat()).await?;
             let rep = rep_for(&what);
+            if out.detach {
+                return Ok(detach(client, &name, arguments, out, &rep, provider).await);
+            }
             let r: Result<CallToolResult, Error> = drive_restarting(&rep, out.restart, |opts| {
                 let (name, arguments) = (&name, arguments.clone());
+                let opts = opts.cancel(out.cancel.clone());
                 async move { client.call_tool_with(name, arguments, &opts).await }
             })
             .await;
@@ -281,6 +305,7 @@ async fn operate(
             let rep = rep_for(&what);
             let r: Result<GetPromptResult, Error> = drive_restarting(&rep, out.restart, |opts| {
                 let (name, arguments) = (&name, arguments.clone());
+                let opts = opts.cancel(out.cancel.clone());
                 async move { client.get_prompt_with(name, arguments, &opts).await }
             })
             .await;
@@ -291,6 +316,7 @@ async fn operate(
             let r: Result<ReadResourceResult, Error> =
                 drive_restarting(&rep, out.restart, |opts| {
                     let uri = &uri;
+                    let opts = opts.cancel(out.cancel.clone());
                     async move { client.read_resource_with(uri, &opts).await }
                 })
                 .await;

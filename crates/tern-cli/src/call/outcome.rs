@@ -20,6 +20,10 @@ pub(super) struct Out {
     pub(super) restart: bool,
     /// The server's URL, to name in transport errors.
     pub(super) url: Option<String>,
+    /// `--detach`.
+    pub(super) detach: bool,
+    /// Cancelled on Ctrl-C: nothing more is printed.
+    pub(super) cancel: tern::client::CancelToken,
 }
 
 /// What `--json` prints.
@@ -42,6 +46,9 @@ pub(super) fn finish<T: Serialize>(
     provider: &TerminalProvider,
     text: impl Fn(&T) -> (String, bool),
 ) -> ExitCode {
+    if out.cancel.is_cancelled() {
+        return exit::code(exit::INTERRUPTED);
+    }
     match r {
         Ok(result) => {
             let (body, is_error) = text(&result);
@@ -68,6 +75,43 @@ pub(super) fn finish<T: Serialize>(
     }
 }
 
+/// `--detach`: drives the call's rounds, and when the server runs it as a
+/// task prints the task's id (on stdout, or `{"taskId": ...}` with
+/// `--json`) and exits 0 without waiting; a call that completes at once is
+/// printed as usual.
+pub(super) async fn detach(
+    client: &tern::client::Client,
+    name: &str,
+    arguments: serde_json::Map<String, Value>,
+    out: &Out,
+    rep: &std::sync::Arc<Reporter>,
+    provider: &TerminalProvider,
+) -> ExitCode {
+    let opts = rep.options().cancel(out.cancel.clone());
+    let r = client.start_tool(name, arguments, &opts).await;
+    rep.stop();
+    match r {
+        Ok(tern::client::Step::Task(task)) => {
+            if out.json {
+                println!("{}", safe::json(&json!({"taskId": task.task_id()})));
+            } else {
+                println!("{}", safe::line(task.task_id()));
+            }
+            exit::code(exit::DONE)
+        }
+        Ok(tern::client::Step::Complete(r)) => finish(Ok(r), out, rep, provider, |r| {
+            (crate::ui::tool_text(r), r.is_error())
+        }),
+        Ok(tern::client::Step::Pending(_)) => report_error(
+            &Error::protocol("the call ended waiting for input"),
+            out,
+            rep,
+            provider,
+        ),
+        Err(e) => finish::<()>(Err(e), out, rep, provider, |()| (String::new(), false)),
+    }
+}
+
 /// Prints a failed call (JSON-RPC errors with their code and data, a
 /// transport failure with its cause) and picks the exit code.
 pub(super) fn report_error(
@@ -76,6 +120,9 @@ pub(super) fn report_error(
     rep: &Reporter,
     provider: &TerminalProvider,
 ) -> ExitCode {
+    if out.cancel.is_cancelled() {
+        return exit::code(exit::INTERRUPTED);
+    }
     if provider.interrupted() {
         eprintln!("tern: cancelled");
         return exit::code(exit::INTERRUPTED);

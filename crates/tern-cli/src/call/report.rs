@@ -199,6 +199,32 @@ impl Reporter {
                     w.rounds.push(record);
                 }
             }
+            RoundEvent::Task {
+                task_id,
+                status,
+                message,
+            } => {
+                // Shown whatever the sink: a task can run for long, and the
+                // person sees where it is. Server text, made safe.
+                let message = message.map(|m| format!(" · {}", safe::line(m)));
+                w.spinner = None;
+                eprintln!(
+                    "{} {} · {}{}",
+                    bold("task"),
+                    safe::line(task_id),
+                    safe::line(status),
+                    message.as_deref().unwrap_or("")
+                );
+                // Not while questions are open: their dialogs use the
+                // terminal.
+                if *status == "working" {
+                    w.spinner = Some(Spinner::start(
+                        &format!("task {} on {}", safe::line(task_id), self.label),
+                        false,
+                    ));
+                }
+                w.rounds.push(json!({"task": task_id, "status": status}));
+            }
             RoundEvent::Complete { round } => {
                 w.spinner = None;
                 let ms = w.sent.elapsed().as_millis();

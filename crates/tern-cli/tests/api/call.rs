@@ -193,7 +193,7 @@ both! {
         let r = crate::api::common::run(cmd);
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["echo", "count", "deploy", "ask_model", "redeem", "order", "login"]);
+        assert_eq!(names, ["echo", "count", "deploy", "ask_model", "migrate", "redeem", "order", "login"]);
     };
 }
 

@@ -47,6 +47,7 @@ pub(super) fn expect_the_workload_from(seen: &Value, server: &str) {
             "deploy",
             "echo",
             "login",
+            "migrate",
             "order",
             "redeem"
         ])

@@ -233,6 +233,7 @@ fn a_gateway_serves_a_modern_and_a_legacy_server_from_one_file() {
             "tern__deploy",
             "tern__echo",
             "tern__login",
+            "tern__migrate",
             "tern__order",
             "tern__redeem"
         ]

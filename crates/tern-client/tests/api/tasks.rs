@@ -227,9 +227,15 @@ async fn a_task_past_its_deadline_is_cancelled_at_the_server() {
         .build();
     let e = client.call_tool("x", obj(json!({}))).await.unwrap_err();
     assert!(e.is_timeout(), "{e}");
-    let last = t.seen().last().unwrap().body.clone();
-    assert_eq!(last["method"], "tasks/cancel");
-    assert_eq!(last["params"]["taskId"], "t1");
+    let seen = t.seen();
+    let last = seen.last().unwrap();
+    assert_eq!(last.body["method"], "tasks/cancel");
+    assert_eq!(last.body["params"]["taskId"], "t1");
+    // Every tasks request names its task in `Mcp-Name`.
+    for s in &seen[1..] {
+        assert_eq!(s.headers.name.as_deref(), Some("t1"), "{}", s.body);
+        assert_eq!(s.headers.method.as_deref(), s.body["method"].as_str());
+    }
 }
 
 #[tokio::test(start_paused = true)]

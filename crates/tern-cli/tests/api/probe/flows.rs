@@ -178,7 +178,7 @@ fn all_probes_every_flow_it_can_complete() {
     r.ok();
     assert_eq!(
         v["tools"],
-        json!(["deploy", "ask_model", "redeem", "order"]),
+        json!(["deploy", "ask_model", "migrate", "redeem", "order"]),
         "{r:#?}"
     );
     let all = cases(&v);
@@ -201,7 +201,7 @@ fn all_probes_every_flow_it_can_complete() {
             ),
         ]
     );
-    for tool in ["deploy", "ask_model", "redeem", "order"] {
+    for tool in ["deploy", "ask_model", "migrate", "redeem", "order"] {
         for case in [
             "baseline: flow completes",
             "integrity: bit flip in the middle",
@@ -228,7 +228,9 @@ fn all_probes_every_flow_it_can_complete() {
     cmd.args(["probe", &s.url, "--all"]);
     run(cmd)
         .ok()
-        .says("tern probe: 4 tools (\"deploy\", \"ask_model\", \"redeem\", \"order\"), ")
+        .says(
+            "tern probe: 5 tools (\"deploy\", \"ask_model\", \"migrate\", \"redeem\", \"order\"), ",
+        )
         .says("\n-- tool \"ask_model\"\nPASS   MUST    MRTR-S3     baseline    flow completes");
 }
 
@@ -245,7 +247,7 @@ fn all_stays_within_max_requests() {
     let all = cases(&v);
     assert!(failures(&all).is_empty(), "{all:#?}");
     assert_eq!(
-        all["/flows: 4 more listed tool(s)"],
+        all["/flows: 5 more listed tool(s)"],
         (
             "SKIP".to_owned(),
             "not examined: the budget of 6 requests (--max-requests) is spent".to_owned()

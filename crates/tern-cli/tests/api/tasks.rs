@@ -1,0 +1,110 @@
+//! `tern call --tasks` through the workload's `migrate` task, which asks
+//! during its run; `--detach` and `tern task get|wait|cancel`; the same
+//! tool without tasks, as an MRTR flow.
+
+use std::process::Command;
+
+use super::common::{Server, Target, run, tern_bin};
+
+const APPLY: &str = r#"{"apply_migration": {"action": "accept", "content": {"apply": true}}}"#;
+
+fn task(sub: &str, s: &Server, id: &str, extra: &[&str]) -> super::common::Run {
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(["task", sub, &s.url, id]).args(extra);
+    run(cmd)
+}
+
+#[test]
+fn a_call_follows_its_task_and_answers_its_question() {
+    let t = Target::http();
+    let r = t.call_with(
+        APPLY,
+        &[
+            "tool",
+            "migrate",
+            "database=orders",
+            "seconds=0.3",
+            "--tasks",
+            "--json",
+        ],
+    );
+    r.ok().says("migrated orders");
+    // The status lines: created working, then the question, then done.
+    assert!(r.stderr.contains("· working"), "{r:#?}");
+    assert!(r.stderr.contains("· input_required"), "{r:#?}");
+    assert!(r.stderr.contains("· completed"), "{r:#?}");
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "migrated orders");
+    let rounds = v["rounds"].as_array().unwrap();
+    assert!(rounds.iter().any(|r| r["status"] == "completed"), "{v}");
+}
+
+#[test]
+fn without_tasks_the_same_tool_is_a_flow_of_rounds() {
+    let t = Target::stdio();
+    let r = t.call_with(APPLY, &["tool", "migrate", "database=orders", "--verbose"]);
+    r.ok().says("migrated orders").says("input_required");
+    assert!(!r.stderr.contains("task "), "{r:#?}");
+}
+
+#[test]
+fn a_declined_go_ahead_ends_the_task_with_the_tool_error() {
+    let t = Target::http();
+    t.call_with(
+        r#"{"apply_migration": {"action": "decline"}}"#,
+        &["tool", "migrate", "database=orders", "--tasks"],
+    )
+    .failed(4)
+    .says("the migration of orders was not applied");
+}
+
+#[test]
+fn a_detached_task_is_inspected_then_waited_for_or_cancelled() {
+    let s = Server::start();
+    let t = Target::Http(s);
+    let r = t.call(&[
+        "tool",
+        "migrate",
+        "database=billing",
+        "seconds=30",
+        "--detach",
+    ]);
+    r.ok();
+    let id = r.stdout.trim().to_owned();
+    assert_eq!(id.len(), 32, "{r:#?}");
+    let Target::Http(s) = &t else { unreachable!() };
+    task("get", s, &id, &[])
+        .ok()
+        .says("working")
+        .says("checking billing");
+    let json = task("get", s, &id, &["--json"]);
+    let v: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert_eq!(v["taskId"], id.as_str());
+    assert_eq!(v["status"], "working");
+    task("cancel", s, &id, &[]).ok().says("cancel");
+    task("get", s, &id, &[]).ok().says("cancelled");
+    // Waiting for a cancelled task ends at once with the refusal.
+    task("wait", s, &id, &[]).failed(3).says("cancelled");
+    // An id that is not a task of this client.
+    task("get", s, &"0".repeat(32), &[])
+        .failed(1)
+        .says("Unknown task");
+}
+
+#[test]
+fn a_detached_task_is_finished_by_tern_task_wait() {
+    let s = Server::start();
+    let t = Target::Http(s);
+    let r = t.call(&["tool", "migrate", "database=users", "--detach"]);
+    r.ok();
+    let id = r.stdout.trim().to_owned();
+    let Target::Http(s) = &t else { unreachable!() };
+    // No terminal and no answers: `wait` cannot answer the question, so
+    // the task is still open after it gives up.
+    let w = task("wait", s, &id, &[]);
+    assert_ne!(w.code, 0, "{w:#?}");
+    task("get", s, &id, &[])
+        .ok()
+        .says("input_required")
+        .says("asks apply_migration");
+}
