@@ -27,6 +27,7 @@ use tern_client::{
     BoxFuture, Error, Frames, OutboundNotification, OutboundRequest, OutboundResponse, Transport,
 };
 use tern_proto::decode::{Limits, Message, decode_message};
+use tern_proto::sse::{self, SseError};
 use tern_proto::{McpError, McpHeaders};
 
 use crate::oauth::{Challenge, OAuth};
@@ -628,21 +629,21 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
         max_bytes: max,
         ..Limits::default()
     };
-    let mut sse = SseDecoder::new(max);
+    let mut decoder = sse::Decoder::new(max);
     let mut resumes = 0;
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
-                let events = match sse.feed(&chunk) {
+                let events = match decoder.feed(&chunk).map_err(sse_error) {
                     Ok(events) => events,
                     Err(e) => {
                         tracing::debug!(error = %e, "the GET stream is unreadable");
                         return;
                     }
                 };
-                for data in events {
+                for event in events {
                     resumes = 0;
-                    match decode_message(data.as_bytes(), &limits) {
+                    match decode_message(event.data.as_bytes(), &limits) {
                         Ok(m) => core.route(m).await,
                         Err(e) => {
                             tracing::debug!(error = %e.error, "an SSE event that is not JSON-RPC");
@@ -654,15 +655,19 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
             Ok(None) => {}
             Err(e) => tracing::debug!(error = %e, "the GET stream broke off"),
         }
-        let Some(last_id) = sse.last_id.clone().filter(|_| resumes < MAX_RESUMES) else {
+        let Some(last_id) = decoder
+            .last_id()
+            .map(str::to_owned)
+            .filter(|_| resumes < MAX_RESUMES)
+        else {
             return;
         };
         resumes += 1;
-        tokio::time::sleep(sse.retry.map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY))).await;
+        tokio::time::sleep(decoder.retry().map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY))).await;
         match resume(&core, &last_id).await {
             Ok(next) => {
                 resp = next;
-                sse.restart();
+                decoder.restart();
             }
             Err(e) => {
                 tracing::debug!(error = %e, "the GET stream cannot be resumed");
@@ -823,7 +828,7 @@ async fn read_sse(
     max: usize,
     transport: Core,
 ) {
-    let mut sse = SseDecoder::new(max);
+    let mut decoder = sse::Decoder::new(max);
     let mut resumes = 0;
     let limits = Limits {
         max_bytes: max,
@@ -835,14 +840,18 @@ async fn read_sse(
             c = resp.chunk() => c,
         };
         let broke = match chunk {
-            Ok(Some(c)) => match feed(&mut sse, &c, &limits, &tx).await {
+            Ok(Some(c)) => match feed(&mut decoder, &c, &limits, &tx).await {
                 Fed::More => continue,
                 Fed::Done => return,
             },
             Ok(None) => None,
             Err(e) => Some(Error::transport_from("the SSE stream broke off", e)),
         };
-        let Some(last_id) = sse.last_id.clone().filter(|_| resumes < MAX_RESUMES) else {
+        let Some(last_id) = decoder
+            .last_id()
+            .map(str::to_owned)
+            .filter(|_| resumes < MAX_RESUMES)
+        else {
             // The client reports a missing response when the stream just
             // ended.
             if let Some(e) = broke {
@@ -851,7 +860,7 @@ async fn read_sse(
             return;
         };
         resumes += 1;
-        let wait = sse.retry.map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY));
+        let wait = decoder.retry().map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY));
         tokio::select! {
             () = tx.closed() => return,
             () = tokio::time::sleep(wait) => {}
@@ -860,7 +869,7 @@ async fn read_sse(
         match resume(&transport, &last_id).await {
             Ok(next) => {
                 resp = next;
-                sse.restart();
+                decoder.restart();
             }
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
@@ -877,20 +886,20 @@ enum Fed {
 
 /// Hands the events completed by `chunk` to `tx`.
 async fn feed(
-    sse: &mut SseDecoder,
+    decoder: &mut sse::Decoder,
     chunk: &[u8],
     limits: &Limits,
     tx: &mpsc::Sender<Result<Message, Error>>,
 ) -> Fed {
-    let events = match sse.feed(chunk) {
+    let events = match decoder.feed(chunk).map_err(sse_error) {
         Ok(events) => events,
         Err(e) => {
             let _ = tx.send(Err(e)).await;
             return Fed::Done;
         }
     };
-    for data in events {
-        let frame = decode_message(data.as_bytes(), limits)
+    for event in events {
+        let frame = decode_message(event.data.as_bytes(), limits)
             .map_err(|e| Error::protocol(format!("an SSE event that is not JSON-RPC: {e}")));
         let last = matches!(frame, Ok(Message::Result(_) | Message::Error(_)) | Err(_));
         if tx.send(frame).await.is_err() || last {
@@ -900,129 +909,7 @@ async fn feed(
     Fed::More
 }
 
-/// A minimal `text/event-stream` decoder (HTTP-A3): events without a name
-/// or named `message` carry JSON-RPC in `data`; comments and events with
-/// empty data are skipped. `id:` and `retry:` are remembered for resuming
-/// (2025-11-25 resumability); a modern server sends neither (HTTP-20).
-#[derive(Debug)]
-pub(crate) struct SseDecoder {
-    buf: Vec<u8>,
-    data: String,
-    event: String,
-    max: usize,
-    /// The last event id the server gave (SSE's last-event-id buffer).
-    pub(crate) last_id: Option<String>,
-    /// The reconnection delay the server asked for.
-    pub(crate) retry: Option<Duration>,
-}
-
-impl SseDecoder {
-    pub(crate) fn new(max: usize) -> Self {
-        SseDecoder {
-            buf: Vec::new(),
-            data: String::new(),
-            event: String::new(),
-            max,
-            last_id: None,
-            retry: None,
-        }
-    }
-
-    /// A new stream of the same source: partial lines and events are
-    /// dropped, the last id and retry delay kept.
-    pub(crate) fn restart(&mut self) {
-        self.buf.clear();
-        self.data.clear();
-        self.event.clear();
-    }
-
-    /// Feeds bytes; returns the data of every event completed by them.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, Error> {
-        self.buf.extend_from_slice(bytes);
-        let mut out = Vec::new();
-        while let Some(pos) = self.buf.iter().position(|b| *b == b'\n' || *b == b'\r') {
-            // A CR at the very end may be the first half of CRLF: wait.
-            if self.buf[pos] == b'\r' && pos + 1 == self.buf.len() {
-                break;
-            }
-            let skip = if self.buf[pos] == b'\r' && self.buf.get(pos + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
-            };
-            let line: Vec<u8> = self.buf.drain(..pos + skip).take(pos).collect();
-            let line = String::from_utf8(line)
-                .map_err(|_| Error::protocol("an SSE line that is not UTF-8"))?;
-            self.line(&line, &mut out);
-        }
-        if self.buf.len() + self.data.len() > self.max {
-            return Err(Error::protocol(format!(
-                "an SSE event over {} bytes",
-                self.max
-            )));
-        }
-        Ok(out)
-    }
-
-    fn line(&mut self, line: &str, out: &mut Vec<String>) {
-        if line.is_empty() {
-            let data = std::mem::take(&mut self.data);
-            let event = std::mem::take(&mut self.event);
-            if !data.is_empty() && (event.is_empty() || event == "message") {
-                out.push(data);
-            }
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        match field {
-            "data" => {
-                if !self.data.is_empty() {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-            }
-            "event" => self.event = value.to_owned(),
-            // SSE: an id with NUL is ignored; an empty one resets.
-            "id" if !value.contains('\0') => {
-                self.last_id = (!value.is_empty()).then(|| value.to_owned());
-            }
-            "retry" => {
-                if let Ok(ms) = value.parse::<u64>() {
-                    self.retry = Some(Duration::from_millis(ms));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sse_events_are_split_and_noise_ignored() {
-        let mut d = SseDecoder::new(1 << 20);
-        let mut out = d
-            .feed(
-                b": keep-alive\n\nid: 7\nretry: 100\ndata: {\"a\":1}\n\nevent: other\ndata: x\n\n",
-            )
-            .unwrap();
-        out.extend(d.feed(b"data: \n\nevent: message\r\ndata: {\"b\"").unwrap());
-        out.extend(d.feed(b":2}\r").unwrap());
-        out.extend(d.feed(b"\n\r\n").unwrap());
-        assert_eq!(out, ["{\"a\":1}", "{\"b\":2}"]);
-    }
-
-    #[test]
-    fn oversized_events_are_refused() {
-        let mut d = SseDecoder::new(8);
-        assert!(d.feed(b"data: 0123456789").unwrap_err().is_protocol());
-    }
+/// What an unreadable SSE stream is to the caller: a protocol error.
+pub(crate) fn sse_error(e: SseError) -> Error {
+    Error::protocol(e.to_string())
 }

@@ -14,10 +14,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::FutureExt;
 use tern_proto::decode::{Decoded, Message};
 use tern_proto::finish::encode_error;
+use tern_proto::sse;
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_server::{Reply, Server, Session, SessionRefused, SessionTable, Sink};
 use tern_types::legacy::Era;
@@ -817,14 +818,6 @@ impl SseBody {
     }
 }
 
-fn event(data: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(data.len() + 8);
-    b.extend_from_slice(b"data: ");
-    b.extend_from_slice(data);
-    b.extend_from_slice(b"\n\n");
-    b.freeze()
-}
-
 impl futures_core::Stream for SseBody {
     type Item = Result<Bytes, std::convert::Infallible>;
 
@@ -834,16 +827,16 @@ impl futures_core::Stream for SseBody {
             return Poll::Ready(None);
         }
         if let Some(n) = this.queued.pop_front() {
-            return Poll::Ready(Some(Ok(event(&n))));
+            return Poll::Ready(Some(Ok(sse::event(None, &n))));
         }
         if let Some(rx) = this.rx.as_mut() {
             match rx.poll_recv(cx) {
-                Poll::Ready(Some(n)) => return Poll::Ready(Some(Ok(event(&n)))),
+                Poll::Ready(Some(n)) => return Poll::Ready(Some(Ok(sse::event(None, &n)))),
                 // The handler finished and dropped its sink.
                 Poll::Ready(None) => this.rx = None,
                 Poll::Pending => {
                     if this.keep_alive.poll_tick(cx).is_ready() {
-                        return Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))));
+                        return Poll::Ready(Some(Ok(sse::keep_alive())));
                     }
                     return Poll::Pending;
                 }
@@ -862,7 +855,7 @@ impl futures_core::Stream for SseBody {
         }
         this.done = true;
         match this.last.take() {
-            Some(Reply::Message { body, .. }) => Poll::Ready(Some(Ok(event(&body)))),
+            Some(Reply::Message { body, .. }) => Poll::Ready(Some(Ok(sse::event(None, &body)))),
             _ => Poll::Ready(None),
         }
     }
