@@ -23,9 +23,12 @@
 //! stream, and `stream` reads SSE streams (the session's `GET` stream among
 //! them) and resumes them.
 
+mod authorizer;
 mod post;
 mod session;
 mod stream;
+
+pub(crate) use authorizer::Authorizer;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -92,7 +95,8 @@ struct Core {
     options: HttpClientOptions,
     session: Arc<Mutex<Session>>,
     calls: Arc<Mutex<Calls>>,
-    oauth: Option<Arc<OAuth>>,
+    /// Signs the transport in, when it does.
+    authorizer: Option<Arc<dyn Authorizer>>,
 }
 
 impl HttpTransport {
@@ -113,10 +117,10 @@ impl HttpTransport {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::transport_from("cannot build the HTTP client", e))?;
-        let oauth = options
+        let authorizer = options
             .oauth
             .clone()
-            .map(|o| Arc::new(OAuth::new(o, http.clone())));
+            .map(|o| -> Arc<dyn Authorizer> { Arc::new(OAuth::new(o, http.clone())) });
         Ok(HttpTransport {
             core: Core {
                 http,
@@ -124,7 +128,7 @@ impl HttpTransport {
                 options,
                 session: Arc::default(),
                 calls: Arc::default(),
-                oauth,
+                authorizer,
             },
             listener: Arc::default(),
         })

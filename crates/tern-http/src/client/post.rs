@@ -12,7 +12,6 @@ use tokio::sync::mpsc;
 
 use super::Core;
 use super::stream::read_sse;
-use crate::oauth::Challenge;
 
 impl Core {
     /// The headers every message carries: the configured ones, and in a
@@ -22,7 +21,7 @@ impl Core {
         mcp: Option<&McpHeaders>,
     ) -> Result<(HeaderMap, bool), Error> {
         let mut headers = self.options.headers.clone();
-        if let Some(bearer) = self.oauth.as_ref().and_then(|o| o.current()) {
+        if let Some(bearer) = self.authorizer.as_ref().and_then(|a| a.current()) {
             headers.insert(http::header::AUTHORIZATION, bearer);
         }
         let in_session = {
@@ -51,8 +50,8 @@ impl Core {
     ) -> Result<reqwest::Response, Error> {
         let mut challenges = 0;
         let (resp, in_session) = loop {
-            if let Some(o) = &self.oauth {
-                o.ready(self.url.as_str()).await;
+            if let Some(a) = &self.authorizer {
+                a.ready(self.url.as_str()).await;
             }
             let (mut headers, in_session) = self.base_headers(mcp)?;
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -70,13 +69,12 @@ impl Core {
                 .map_err(|e| Error::transport_from(format!("POST {} failed", self.url), e))?;
             let status = resp.status();
             let refused = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
-            match &self.oauth {
+            match &self.authorizer {
                 // DIGEST §8: sign in (or step up) and send the same body
                 // again, a bounded number of times.
-                Some(o) if refused && challenges < 4 => {
+                Some(a) if refused && challenges < 4 => {
                     challenges += 1;
-                    let challenge = Challenge::from_headers(resp.headers());
-                    if !o.answer(self.url.as_str(), status, challenge).await? {
+                    if !a.answer(self.url.as_str(), status, resp.headers()).await? {
                         break (resp, in_session);
                     }
                 }
