@@ -17,8 +17,6 @@ mod listener;
 pub mod oauth;
 #[cfg(feature = "server")]
 mod server;
-#[cfg(feature = "server")]
-mod streams;
 
 #[cfg(feature = "client")]
 pub use client::{HttpClientOptions, HttpTransport};
