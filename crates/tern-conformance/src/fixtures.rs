@@ -434,9 +434,22 @@ fn schema_2020_12() -> Value {
     })
 }
 
-/// The conformance server with every fixture registered.
+/// The conformance server with every fixture registered, tools in the
+/// order they are listed.
 pub fn server() -> ServerBuilder {
-    Server::builder("tern-conformance-server", env!("CARGO_PKG_VERSION"))
+    let b = Server::builder("tern-conformance-server", env!("CARGO_PKG_VERSION"));
+    let b = plain_tools(b);
+    let b = schema_tools(b);
+    let b = mrtr_tools(b);
+    let b = legacy_tools(b);
+    let b = prompts(b);
+    resources(b).completion(complete)
+}
+
+/// The tools that answer at once: content kinds, errors, progress,
+/// logging, list changes.
+fn plain_tools(b: ServerBuilder) -> ServerBuilder {
+    b
         // http-header-validation calls tools[0] with {}: it must succeed.
         .tool(
             "test_simple_text",
@@ -491,66 +504,80 @@ pub fn server() -> ServerBuilder {
             "Adds a prompt and notifies listeners",
             trigger_prompt_change,
         )
-        .tool_def(
-            ToolDef::new(
-                "json_schema_2020_12_tool",
-                "Tool with JSON Schema 2020-12 features",
-                echo_raw,
-            )
-            .input_schema(schema_2020_12()),
+}
+
+/// The tools whose input schema is the point: JSON Schema 2020-12, an
+/// `x-mcp-header` argument.
+fn schema_tools(b: ServerBuilder) -> ServerBuilder {
+    b.tool_def(
+        ToolDef::new(
+            "json_schema_2020_12_tool",
+            "Tool with JSON Schema 2020-12 features",
+            echo_raw,
         )
-        .tool_def(
-            ToolDef::new(
-                "test_x_mcp_header",
-                "Mirrors its region argument into a header",
-                echo_raw,
-            )
-            .input_schema(json!({
-                "type": "object",
-                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}
-            })),
+        .input_schema(schema_2020_12()),
+    )
+    .tool_def(
+        ToolDef::new(
+            "test_x_mcp_header",
+            "Mirrors its region argument into a header",
+            echo_raw,
         )
-        .tool(
-            "test_input_required_result_elicitation",
-            "Asks for a name (MRTR elicitation)",
-            mrtr_elicitation,
-        )
-        .tool(
-            "test_input_required_result_sampling",
-            "Asks the model a question (MRTR sampling)",
-            mrtr_sampling,
-        )
-        .tool(
-            "test_input_required_result_list_roots",
-            "Asks for the roots (MRTR roots)",
-            mrtr_roots,
-        )
-        .tool(
-            "test_input_required_result_request_state",
-            "Asks for confirmation with state",
-            mrtr_request_state,
-        )
-        .tool(
-            "test_input_required_result_multiple_inputs",
-            "Asks for three inputs at once",
-            mrtr_multiple,
-        )
-        .tool(
-            "test_input_required_result_multi_round",
-            "Asks in two rounds",
-            mrtr_multi_round,
-        )
-        .tool(
-            "test_input_required_result_tampered_state",
-            "Rejects tampered state",
-            mrtr_request_state,
-        )
-        .tool(
-            "test_input_required_result_capabilities",
-            "Asks only through declared capabilities",
-            mrtr_capabilities,
-        )
-        .tool("test_sampling", "Samples the given prompt", legacy_sampling)
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}
+        })),
+    )
+}
+
+/// The tools that ask for input through `input_required` (MRTR).
+fn mrtr_tools(b: ServerBuilder) -> ServerBuilder {
+    b.tool(
+        "test_input_required_result_elicitation",
+        "Asks for a name (MRTR elicitation)",
+        mrtr_elicitation,
+    )
+    .tool(
+        "test_input_required_result_sampling",
+        "Asks the model a question (MRTR sampling)",
+        mrtr_sampling,
+    )
+    .tool(
+        "test_input_required_result_list_roots",
+        "Asks for the roots (MRTR roots)",
+        mrtr_roots,
+    )
+    .tool(
+        "test_input_required_result_request_state",
+        "Asks for confirmation with state",
+        mrtr_request_state,
+    )
+    .tool(
+        "test_input_required_result_multiple_inputs",
+        "Asks for three inputs at once",
+        mrtr_multiple,
+    )
+    .tool(
+        "test_input_required_result_multi_round",
+        "Asks in two rounds",
+        mrtr_multi_round,
+    )
+    .tool(
+        "test_input_required_result_tampered_state",
+        "Rejects tampered state",
+        mrtr_request_state,
+    )
+    .tool(
+        "test_input_required_result_capabilities",
+        "Asks only through declared capabilities",
+        mrtr_capabilities,
+    )
+}
+
+/// The tools that ask through a 2025-11-25 session's requests, and the
+/// elicitation forms of SEP-1034 and SEP-1330.
+fn legacy_tools(b: ServerBuilder) -> ServerBuilder {
+    b.tool("test_sampling", "Samples the given prompt", legacy_sampling)
         .tool(
             "test_elicitation",
             "Elicits an answer to the given message",
@@ -566,54 +593,61 @@ pub fn server() -> ServerBuilder {
             "Elicits a form with every enum shape",
             elicitation_enums,
         )
-        .prompt(PromptDef::new(
-            "test_simple_prompt",
-            "A simple prompt",
-            simple_prompt,
-        ))
-        .prompt(
-            PromptDef::new(
-                "test_prompt_with_arguments",
-                "A prompt with arguments",
-                prompt_with_args,
-            )
-            .argument("arg1", "First argument", true)
-            .argument("arg2", "Second argument", true),
+}
+
+/// The prompts, one of them asking for input (MRTR on `prompts/get`).
+fn prompts(b: ServerBuilder) -> ServerBuilder {
+    b.prompt(PromptDef::new(
+        "test_simple_prompt",
+        "A simple prompt",
+        simple_prompt,
+    ))
+    .prompt(
+        PromptDef::new(
+            "test_prompt_with_arguments",
+            "A prompt with arguments",
+            prompt_with_args,
         )
-        .prompt(
-            PromptDef::new(
-                "test_prompt_with_embedded_resource",
-                "A prompt with a resource",
-                prompt_with_resource,
-            )
-            .argument("resourceUri", "The resource to embed", true),
+        .argument("arg1", "First argument", true)
+        .argument("arg2", "Second argument", true),
+    )
+    .prompt(
+        PromptDef::new(
+            "test_prompt_with_embedded_resource",
+            "A prompt with a resource",
+            prompt_with_resource,
         )
-        .prompt(PromptDef::new(
-            "test_prompt_with_image",
-            "A prompt with an image",
-            prompt_with_image,
-        ))
-        .prompt(PromptDef::new(
-            "test_input_required_result_prompt",
-            "Asks for context (MRTR on prompts/get)",
-            mrtr_prompt,
-        ))
-        .resource(
-            ResourceDef::new("test://static-text", "Static text", static_text)
-                .mime_type("text/plain")
-                .description("A static text resource"),
-        )
-        .resource(
-            ResourceDef::new("test://static-binary", "Static binary", static_binary)
-                .mime_type("image/png"),
-        )
-        .resource(
-            ResourceDef::new("test://watched-resource", "Watched resource", watched)
-                .mime_type("text/plain"),
-        )
-        .resource_template(
-            TemplateDef::new("test://template/{id}/data", "Template data", template)
-                .mime_type("application/json"),
-        )
-        .completion(complete)
+        .argument("resourceUri", "The resource to embed", true),
+    )
+    .prompt(PromptDef::new(
+        "test_prompt_with_image",
+        "A prompt with an image",
+        prompt_with_image,
+    ))
+    .prompt(PromptDef::new(
+        "test_input_required_result_prompt",
+        "Asks for context (MRTR on prompts/get)",
+        mrtr_prompt,
+    ))
+}
+
+/// The resources and the resource template.
+fn resources(b: ServerBuilder) -> ServerBuilder {
+    b.resource(
+        ResourceDef::new("test://static-text", "Static text", static_text)
+            .mime_type("text/plain")
+            .description("A static text resource"),
+    )
+    .resource(
+        ResourceDef::new("test://static-binary", "Static binary", static_binary)
+            .mime_type("image/png"),
+    )
+    .resource(
+        ResourceDef::new("test://watched-resource", "Watched resource", watched)
+            .mime_type("text/plain"),
+    )
+    .resource_template(
+        TemplateDef::new("test://template/{id}/data", "Template data", template)
+            .mime_type("application/json"),
+    )
 }

@@ -17,8 +17,6 @@ mod listener;
 pub mod oauth;
 #[cfg(feature = "server")]
 mod server;
-#[cfg(feature = "server")]
-mod streams;
 
 #[cfg(feature = "client")]
 pub use client::{HttpClientOptions, HttpTransport};
@@ -31,10 +29,15 @@ pub mod fuzzing {
     /// event, as a response body would arrive, and returns every event's
     /// data, or the first error.
     pub fn sse_events(chunks: &[&[u8]], max: usize) -> Result<Vec<String>, tern_client::Error> {
-        let mut d = crate::client::SseDecoder::new(max);
+        let mut d = tern_proto::sse::Decoder::new(max);
         let mut out = Vec::new();
         for c in chunks {
-            out.extend(d.feed(c)?);
+            out.extend(
+                d.feed(c)
+                    .map_err(crate::client::sse_error)?
+                    .into_iter()
+                    .map(|e| e.data),
+            );
         }
         Ok(out)
     }

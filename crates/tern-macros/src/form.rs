@@ -5,8 +5,10 @@ use std::collections::HashSet;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::ext::IdentExt;
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned as _;
-use syn::{Data, DeriveInput, Fields, GenericArgument, PathArguments, Type};
+use syn::token::Comma;
+use syn::{Data, DeriveInput, Field, Fields, GenericArgument, PathArguments, Type};
 
 use crate::attr::{self, DefaultValue, FieldAttrs};
 use crate::serde_attr;
@@ -185,7 +187,10 @@ fn overrides(a: &FieldAttrs, doc: Option<String>) -> syn::Result<Vec<TokenStream
     Ok(out)
 }
 
-pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
+/// The struct's named fields, or why the derive cannot apply: each field is
+/// one form property, so tuple structs, enums, unions and generics are
+/// refused.
+fn named_fields(input: &DeriveInput) -> syn::Result<&Punctuated<Field, Comma>> {
     let fields = match &input.data {
         Data::Struct(s) => match &s.fields {
             Fields::Named(named) => &named.named,
@@ -215,6 +220,78 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             "#[derive(ElicitForm)] does not support generics",
         ));
     }
+    Ok(fields)
+}
+
+/// The block adding one field's property (and its `required` entry) to the
+/// schema; `None` for a field serde skips.
+fn property(
+    field: &Field,
+    container: &serde_attr::Container,
+    names: &mut HashSet<String>,
+    krate: &TokenStream,
+) -> syn::Result<Option<TokenStream>> {
+    let v = quote!(#krate::__private::serde_json::Value);
+    let serde = serde_attr::item(&field.attrs)?;
+    let attrs = attr::field(&field.attrs)?;
+    if serde.skip {
+        // serde never reads it, so the form must not ask for it.
+        return Ok(None);
+    }
+    let ty = &field.ty;
+    check_applicable(&attrs, shape(ty))?;
+    let ident = field
+        .ident
+        .as_ref()
+        .map(|i| i.unraw().to_string())
+        .unwrap_or_default();
+    let name = serde.rename.unwrap_or_else(|| {
+        container
+            .rename_all
+            .map_or_else(|| ident.clone(), |r| r.field(&ident))
+    });
+    if !names.insert(name.clone()) {
+        return Err(syn::Error::new_spanned(
+            field,
+            format!("two fields have the property name {name:?}"),
+        ));
+    }
+    let sets = overrides(&attrs, attr::doc(&field.attrs))?;
+    // Spanned on the type so a missing `FormField` impl points at it.
+    let schema = quote_spanned!(ty.span()=> <#ty as #krate::FormField>::field_schema());
+    let required = quote_spanned!(ty.span()=> <#ty as #krate::FormField>::REQUIRED);
+    let merge = (!sets.is_empty()).then(|| {
+        quote! {
+            if let #v::Object(__tern_m) = &mut __tern_p {
+                #(#sets)*
+            }
+        }
+    });
+    // A serde default makes the key optional whatever the type says.
+    let require = (!serde.default && !container.default).then(|| {
+        quote! {
+            if #required {
+                __tern_required.push(#v::from(#name));
+            }
+        }
+    });
+    let bind = if merge.is_some() {
+        quote!(let mut __tern_p)
+    } else {
+        quote!(let __tern_p)
+    };
+    Ok(Some(quote! {
+        {
+            #bind = #schema;
+            #merge
+            __tern_properties.insert(::std::string::String::from(#name), __tern_p);
+            #require
+        }
+    }))
+}
+
+pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let fields = named_fields(input)?;
     attr::refuse(
         &input.attrs,
         "#[form(...)] goes on fields, not on the struct",
@@ -226,62 +303,9 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     let mut names = HashSet::new();
     let mut blocks = Vec::new();
     for field in fields {
-        let serde = serde_attr::item(&field.attrs)?;
-        let attrs = attr::field(&field.attrs)?;
-        if serde.skip {
-            // serde never reads it, so the form must not ask for it.
-            continue;
+        if let Some(block) = property(field, &container, &mut names, &__k)? {
+            blocks.push(block);
         }
-        let ty = &field.ty;
-        check_applicable(&attrs, shape(ty))?;
-        let ident = field
-            .ident
-            .as_ref()
-            .map(|i| i.unraw().to_string())
-            .unwrap_or_default();
-        let name = serde.rename.unwrap_or_else(|| {
-            container
-                .rename_all
-                .map_or_else(|| ident.clone(), |r| r.field(&ident))
-        });
-        if !names.insert(name.clone()) {
-            return Err(syn::Error::new_spanned(
-                field,
-                format!("two fields have the property name {name:?}"),
-            ));
-        }
-        let sets = overrides(&attrs, attr::doc(&field.attrs))?;
-        // Spanned on the type so a missing `FormField` impl points at it.
-        let schema = quote_spanned!(ty.span()=> <#ty as #__k::FormField>::field_schema());
-        let required = quote_spanned!(ty.span()=> <#ty as #__k::FormField>::REQUIRED);
-        let merge = (!sets.is_empty()).then(|| {
-            quote! {
-                if let #v::Object(__tern_m) = &mut __tern_p {
-                    #(#sets)*
-                }
-            }
-        });
-        // A serde default makes the key optional whatever the type says.
-        let require = (!serde.default && !container.default).then(|| {
-            quote! {
-                if #required {
-                    __tern_required.push(#v::from(#name));
-                }
-            }
-        });
-        let bind = if merge.is_some() {
-            quote!(let mut __tern_p)
-        } else {
-            quote!(let __tern_p)
-        };
-        blocks.push(quote! {
-            {
-                #bind = #schema;
-                #merge
-                __tern_properties.insert(::std::string::String::from(#name), __tern_p);
-                #require
-            }
-        });
     }
 
     let ident = &input.ident;

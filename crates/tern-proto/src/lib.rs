@@ -14,12 +14,15 @@
 //!   statuses.
 //! - [`headers`]: `Mcp-Name`/`Mcp-Param-*` value encoding.
 //! - [`era`]: which era a message belongs to (COMPAT-S1).
+//! - [`sse`]: Server-Sent Events framing, the server's encoder and the
+//!   client's decoder (HTTP-A3).
 
 pub mod accept;
 pub mod decode;
 pub mod era;
 pub mod finish;
 pub mod headers;
+pub mod sse;
 
 mod contract;
 mod error;

@@ -16,8 +16,9 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::Stream;
+use tern_proto::sse;
 use tokio::sync::Notify;
 
 /// Streams kept per session besides the `GET` stream.
@@ -69,9 +70,23 @@ impl Log {
         self.first + self.events.len() as u64
     }
 
+    /// The id of this stream's next event.
+    fn next_id(&self) -> String {
+        event_id(self.stream, self.next_n())
+    }
+
     fn push(&mut self, data: &[u8]) {
-        let n = self.next_n();
-        self.events.push_back(frame(self.stream, n, data));
+        let event = sse::event(Some(&self.next_id()), data);
+        self.keep(event);
+    }
+
+    fn prime(&mut self) {
+        let event = sse::priming(&self.next_id());
+        self.keep(event);
+    }
+
+    fn keep(&mut self, event: Bytes) {
+        self.events.push_back(event);
         if self.events.len() > MAX_EVENTS {
             self.events.pop_front();
             self.first += 1;
@@ -79,12 +94,9 @@ impl Log {
     }
 }
 
-fn frame(stream: u64, n: u64, data: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(data.len() + 32);
-    b.extend_from_slice(format!("id: {stream}-{n}\ndata: ").as_bytes());
-    b.extend_from_slice(data);
-    b.extend_from_slice(b"\n\n");
-    b.freeze()
+/// The id of event `n` of `stream`.
+fn event_id(stream: u64, n: u64) -> String {
+    format!("{stream}-{n}")
 }
 
 /// Where a `Last-Event-ID` points: a stream and the last event the client
@@ -107,7 +119,7 @@ impl Streams {
             s.next_stream
         });
         let mut log = Log::new(stream);
-        log.push(b"");
+        log.prime();
         s.logs.push_back(log);
         // Forget the oldest finished streams first, then the oldest.
         while s.logs.iter().filter(|l| l.stream != GET_STREAM).count() > MAX_STREAMS {
@@ -180,7 +192,7 @@ impl Streams {
                         // primed with the id of the last event so far.
                         None if stream == GET_STREAM => {
                             let next = log.next_n();
-                            let prime = frame(stream, next - 1, b"");
+                            let prime = sse::priming(&event_id(stream, next - 1));
                             (log.reader, next, Some(prime))
                         }
                         // A POST stream from its beginning.
@@ -226,7 +238,7 @@ impl Streams {
                 tokio::select! {
                     () = &mut notified => {}
                     () = tokio::time::sleep(keep_alive) => {
-                        return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (this, next, None)));
+                        return Some((Ok(sse::keep_alive()), (this, next, None)));
                     }
                 }
             }

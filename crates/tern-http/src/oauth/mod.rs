@@ -1,0 +1,311 @@
+//! Signing in to a protected MCP server: the OAuth client side of DIGEST §8
+//! (2026-07-28 authorization, and 2025-11-25's, which is the same flow).
+//!
+//! On a `401` the transport asks an [`OAuth`] for a token: it finds the
+//! protected resource metadata (RFC 9728: the `resource_metadata` URL of the
+//! challenge, else the well-known locations), the authorization server's
+//! metadata (RFC 8414 and OpenID discovery, path-insertion variants
+//! included, `issuer` checked against the URL it was derived from), a client
+//! id (pre-registered, a Client ID Metadata Document URL, or Dynamic Client
+//! Registration, in that order), and runs the authorization code flow with
+//! PKCE S256 and the `resource` parameter (RFC 8707), checking `state` and
+//! the `iss` response parameter (RFC 9207). A `403` with
+//! `error="insufficient_scope"` re-authorizes with the union of scopes, a
+//! bounded number of times. Tokens are refreshed before they expire.
+//!
+//! Where the person's browser comes in is a [`UserAgent`]: `tern login`
+//! opens the browser and listens on a loopback port; a test may follow the
+//! authorization server's redirect itself.
+//!
+//! The transport knows none of this: it calls an [`OAuth`] only through
+//! its `Authorizer` trait (ready, the current bearer, answer a refusal).
+
+mod agent;
+mod challenge;
+mod discovery;
+mod flow;
+mod register;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde::Deserialize;
+use tern_client::{BoxFuture, Error};
+
+use crate::client::Authorizer;
+
+pub use agent::{HeadlessAgent, UserAgent};
+pub use challenge::Challenge;
+use register::Registered;
+
+/// A token as stored: for one resource, from one authorization server.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct StoredToken {
+    /// The protected resource (`resource` of its metadata).
+    pub resource: String,
+    /// The authorization server's issuer.
+    pub issuer: String,
+    /// The bearer token.
+    pub access_token: String,
+    /// For refreshing, when the server gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// Unix seconds after which the access token is no longer used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The scopes asked for.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The client it was issued to.
+    pub client_id: String,
+    /// That client's secret, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// Keeps tokens across runs (`tern` keeps them in a 0600 file).
+pub trait TokenStore: Send + Sync + 'static {
+    /// The token for `resource`, if one is kept.
+    fn load(&self, resource: &str) -> Option<StoredToken>;
+    /// Keeps `token` (replacing the one for its resource).
+    fn save(&self, token: &StoredToken);
+    /// Forgets the token for `resource` (it was refused).
+    fn remove(&self, resource: &str);
+}
+
+/// How this client is known to authorization servers.
+#[derive(Clone, Debug, Default)]
+pub struct ClientRegistration {
+    /// A pre-registered client id (tried first).
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// The https URL of this client's metadata document, used as the client
+    /// id where the server supports Client ID Metadata Documents.
+    pub metadata_url: Option<String>,
+    /// The name sent in Dynamic Client Registration.
+    pub client_name: String,
+}
+
+/// The OAuth settings of an HTTP transport.
+#[derive(Clone)]
+pub struct OAuthOptions {
+    /// How the client registers.
+    pub registration: ClientRegistration,
+    /// Where the person signs in.
+    pub agent: Arc<dyn UserAgent>,
+    /// Where tokens are kept, if anywhere.
+    pub store: Option<Arc<dyn TokenStore>>,
+    /// Ask for `offline_access` (a refresh token) where it is offered.
+    pub offline_access: bool,
+    /// How many times a `403 insufficient_scope` re-authorizes before the
+    /// request fails (default 2).
+    pub max_step_ups: u32,
+    /// Allow authorization servers on plain `http` that are not loopback.
+    /// Off by default: tokens and codes would travel in the clear.
+    pub allow_insecure_http: bool,
+    /// The time, Unix seconds (default [`system_now`]).
+    pub now: fn() -> u64,
+}
+
+impl std::fmt::Debug for OAuthOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthOptions")
+            .field("registration", &self.registration)
+            .field("offline_access", &self.offline_access)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthOptions {
+    /// Options with `agent`, no store, registration by name only.
+    pub fn new(client_name: &str, agent: Arc<dyn UserAgent>) -> Self {
+        OAuthOptions {
+            registration: ClientRegistration {
+                client_name: client_name.to_owned(),
+                ..ClientRegistration::default()
+            },
+            agent,
+            store: None,
+            offline_access: false,
+            max_step_ups: 2,
+            allow_insecure_http: false,
+            now: system_now,
+        }
+    }
+}
+
+/// A client's sign-in state for one endpoint: the token in use, the client
+/// registered at each authorization server, the scopes granted so far.
+pub struct OAuth {
+    options: OAuthOptions,
+    http: reqwest::Client,
+    state: Mutex<State>,
+    /// One sign-in at a time.
+    flow: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    token: Option<StoredToken>,
+    /// By issuer: a client registered at one server is never used at
+    /// another (authorization-server migration).
+    clients: HashMap<String, Registered>,
+    step_ups: u32,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth").finish_non_exhaustive()
+    }
+}
+
+/// Wall-clock Unix seconds: token lifetimes are the authorization
+/// server's, in its time.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the client has no server clock; tests inject OAuthOptions::now"
+)]
+pub fn system_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn auth_error(what: impl Into<String>) -> Error {
+    Error::unauthorized(what)
+}
+
+fn parse_url(s: &str, what: &str) -> Result<reqwest::Url, Error> {
+    reqwest::Url::parse(s).map_err(|_| auth_error(format!("{what} is not a URL: {s:?}")))
+}
+
+impl OAuth {
+    /// Sign-in state for one endpoint.
+    pub fn new(options: OAuthOptions, http: reqwest::Client) -> Self {
+        OAuth {
+            options,
+            http,
+            state: Mutex::default(),
+            flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Loads the stored token for `endpoint` the first time, and refreshes
+    /// one about to expire; a refresh the server refuses drops the token.
+    pub async fn ready(&self, endpoint: &str) {
+        let token = {
+            let mut s = self.lock();
+            if s.token.is_none()
+                && let Some(store) = &self.options.store
+            {
+                s.token = store.load(endpoint);
+            }
+            s.token.clone()
+        };
+        let Some(token) = token else { return };
+        let due = token
+            .expires_at
+            .is_some_and(|at| at <= (self.options.now)() + 30);
+        if due && let Err(e) = self.refresh(&token).await {
+            tracing::debug!(error = %e, "the token could not be refreshed");
+            self.forget(&token.resource);
+        }
+    }
+
+    /// The `Authorization` value of the token held, if any.
+    pub fn current(&self) -> Option<HeaderValue> {
+        let s = self.lock();
+        let t = s.token.as_ref()?;
+        HeaderValue::from_str(&format!("Bearer {}", t.access_token)).ok()
+    }
+
+    fn forget(&self, resource: &str) {
+        self.lock().token = None;
+        if let Some(store) = &self.options.store {
+            store.remove(resource);
+        }
+    }
+
+    /// Answers a `401` or `403` challenge from `endpoint`: signs in (again)
+    /// and returns true when a new token is held, false when the challenge
+    /// is one this client cannot meet (a step-up beyond the limit).
+    pub async fn answer(
+        &self,
+        endpoint: &str,
+        status: StatusCode,
+        challenge: Option<Challenge>,
+    ) -> Result<bool, Error> {
+        let _one = self.flow.lock().await;
+        let challenge = challenge.unwrap_or_default();
+        let previous = self.lock().token.clone();
+        let mut scopes: BTreeSet<String> = BTreeSet::new();
+        if status == StatusCode::FORBIDDEN {
+            if challenge.error.as_deref() != Some("insufficient_scope") {
+                return Ok(false);
+            }
+            let mut s = self.lock();
+            s.step_ups += 1;
+            if s.step_ups > self.options.max_step_ups {
+                return Ok(false);
+            }
+            drop(s);
+            // Step-up keeps what was granted and adds what is asked.
+            if let Some(t) = &previous {
+                scopes.extend(t.scopes.iter().cloned());
+            }
+        } else if let Some(t) = &previous {
+            // A refused token is dropped (and its refresh tried first),
+            // unless the resource now names other authorization servers:
+            // then the old server's tokens are worthless here and its
+            // refresh token is not sent anywhere (AUTH-C11, migration).
+            let migrated = match parse_url(endpoint, "the server") {
+                Ok(url) => self
+                    .resource_metadata(&url, &challenge)
+                    .await
+                    .is_ok_and(|prm| !prm.authorization_servers.contains(&t.issuer)),
+                Err(_) => false,
+            };
+            if !migrated
+                && t.refresh_token.is_some()
+                && let Ok(fresh) = self.refresh(t).await
+                && fresh.access_token != t.access_token
+            {
+                return Ok(true);
+            }
+            self.forget(&t.resource);
+        }
+        let token = self.sign_in(endpoint, &challenge, scopes).await?;
+        if let Some(store) = &self.options.store {
+            store.save(&token);
+        }
+        self.lock().token = Some(token);
+        Ok(true)
+    }
+}
+
+impl Authorizer for OAuth {
+    fn ready<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(OAuth::ready(self, endpoint))
+    }
+
+    fn current(&self) -> Option<HeaderValue> {
+        OAuth::current(self)
+    }
+
+    fn answer<'a>(
+        &'a self,
+        endpoint: &'a str,
+        status: StatusCode,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<bool, Error>> {
+        let challenge = Challenge::from_headers(headers);
+        Box::pin(OAuth::answer(self, endpoint, status, challenge))
+    }
+}

@@ -1,0 +1,387 @@
+//! The path of a `POST`: admission (HTTP-A5 steps 2 and 3: Origin,
+//! credentials, size, scopes), the MCP headers, a legacy `initialize`
+//! opening a session, and running the request to a JSON or SSE answer.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::FutureExt;
+use tern_proto::decode::Decoded;
+use tern_proto::{Inbound, McpError, McpHeaders, Principal};
+use tern_server::{Reply, Session, Sink};
+use tern_types::legacy::Era;
+use tokio::sync::mpsc;
+
+use super::body::{AbortOnDrop, SseBody, sse_response};
+use super::sessions::{pump, session_not_found};
+use super::streams::Streams;
+use super::{App, HttpOptions, Refusal, SESSION_HEADER, error_response, reply_response};
+
+/// HTTP-A1: absent Origin is allowed (non-browser clients); a present one
+/// must be loopback or configured.
+fn origin_allowed(origin: &str, options: &HttpOptions) -> bool {
+    if options.allowed_origins.iter().any(|o| o == origin) {
+        return true;
+    }
+    if !options.allow_loopback_origins {
+        return false;
+    }
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    let Some(hostport) = rest else { return false };
+    let host = if let Some(v6) = hostport.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, port)) if port.is_empty() || port.starts_with(':') => {
+                return h == "::1" && port_ok(port);
+            }
+            _ => return false,
+        }
+    } else {
+        match hostport.split_once(':') {
+            Some((h, port)) => {
+                if !port_ok(&format!(":{port}")) {
+                    return false;
+                }
+                h
+            }
+            None => hostport,
+        }
+    };
+    host == "localhost" || host == "127.0.0.1"
+}
+
+fn port_ok(port: &str) -> bool {
+    port.is_empty() || port[1..].chars().all(|c| c.is_ascii_digit()) && port.len() > 1
+}
+
+fn header_text(name: &str, value: &HeaderValue) -> Result<String, McpError> {
+    value
+        .to_str()
+        .map(|s| s.trim().to_owned())
+        .map_err(|_| McpError::HeaderMismatch {
+            message: format!("{name} has invalid characters"),
+            supported: None,
+        })
+}
+
+/// The MCP request headers, read in one pass over the header map: the
+/// parameter headers first, then the version, method and name (the first
+/// of each when repeated), in that order of errors.
+fn mcp_headers(headers: &HeaderMap) -> Result<McpHeaders, McpError> {
+    const VERSION: &str = "mcp-protocol-version";
+    const METHOD: &str = "mcp-method";
+    const NAME: &str = "mcp-name";
+    let mut params = Vec::new();
+    let (mut version, mut method, mut name) = (None, None, None);
+    for (header, value) in headers {
+        let h = header.as_str();
+        if let Some(suffix) = h.strip_prefix("mcp-param-") {
+            params.push((suffix.to_owned(), header_text(h, value)?));
+            continue;
+        }
+        let slot = match h {
+            VERSION => &mut version,
+            METHOD => &mut method,
+            NAME => &mut name,
+            _ => continue,
+        };
+        slot.get_or_insert(value);
+    }
+    let read = |name: &str, v: Option<&HeaderValue>| v.map(|v| header_text(name, v)).transpose();
+    Ok(McpHeaders {
+        protocol_version: read(VERSION, version)?,
+        method: read(METHOD, method)?,
+        name: read(NAME, name)?,
+        params,
+    })
+}
+
+fn accepts_sse(headers: &HeaderMap) -> bool {
+    // Lenient (DIGEST §11 A16): no Accept at all allows either form.
+    // Several Accept lines form one list (RFC 9110 §5.3).
+    let mut values = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    values.any(|a| a.contains("text/event-stream") || a.contains("*/*"))
+}
+
+/// POST: the request's future is boxed at once. Unboxed, its several KiB
+/// were copied at each step of the router's own futures.
+pub(super) fn handle(
+    State(app): State<Arc<App>>,
+    request: axum::extract::Request,
+) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+    Box::pin(post_message(app, request))
+}
+
+async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Response {
+    // The parts are taken, not extracted: a `HeaderMap` extractor copies
+    // every header of every request.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let (principal, body, decoded) = match admit(&app, &headers, body).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    let mcp = match mcp_headers(&headers) {
+        Ok(h) => h,
+        Err(e) => return error_response(&e, None),
+    };
+    // COMPAT-S1: a message in a legacy session, a legacy `initialize`
+    // opening one, or a modern request.
+    let named = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    let (session, streams) = match named {
+        Some(id) => match app.sessions.find(id, &principal) {
+            Some((s, kept)) => (Some(s), Some(kept.streams.clone())),
+            None => return session_not_found(),
+        },
+        None => (None, None),
+    };
+    // The era: a legacy `initialize` opens a session; inside one, a legacy
+    // request outlives its stream: only a cancellation or the session's end
+    // stops it (2025-11-25 cancellation), which the server sees to. A
+    // modern request in a session is still stateless, and its stream's end
+    // cancels it (HTTP-S30).
+    let legacy = |in_session| {
+        decoded
+            .as_ref()
+            .is_ok_and(|d| d.era(in_session) == Some(Era::Legacy))
+    };
+    let opening = session.is_none() && legacy(false);
+    let sse = accepts_sse(&headers);
+    let legacy_call = streams.filter(|_| sse && legacy(true));
+    let owner = principal.clone();
+    let inbound = Inbound {
+        body,
+        headers: Some(mcp),
+        principal,
+    };
+    if opening {
+        return open_session(&app, decoded, inbound, owner).await;
+    }
+    run(&app, session, legacy_call, decoded, inbound, sse).await
+}
+
+/// HTTP-A5 steps 2 and 3 and the body: the Origin, the credentials, the
+/// size, the message decoded (once: the scopes, the era and the session's
+/// call look at it, and the server takes it as it is; a body that does not
+/// decode gets its refusal where the server would give it), and the
+/// scopes this request needs.
+async fn admit(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Principal, Bytes, Result<Decoded, Reply>), Response> {
+    // Step 2, HTTP-S2.
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin
+            .to_str()
+            .is_ok_and(|o| origin_allowed(o, &app.options));
+        if !ok {
+            return Err(error_response(
+                &McpError::InvalidRequest("Origin not allowed".into()),
+                Some(StatusCode::FORBIDDEN),
+            ));
+        }
+    }
+    // Step 3.
+    let (principal, granted) = app
+        .auth
+        .authenticate_scoped(headers)
+        .map_err(Refusal::into_response)?;
+    let too_large = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > app.options.max_body);
+    if too_large {
+        return Err(error_response(&McpError::PayloadTooLarge, None));
+    }
+    let Ok(body) = axum::body::to_bytes(body, app.options.max_body).await else {
+        return Err(error_response(&McpError::PayloadTooLarge, None));
+    };
+    let decoded = app.server.decode(&body);
+    // A token without the scopes this request needs: 403 naming them, so
+    // the client can step up (RFC 6750 §3.1, DIGEST §8).
+    if let (Some(p), Some(granted)) = (&app.options.protected_resource, &granted) {
+        let missing = p.missing(decoded.as_ref().ok(), granted);
+        if !missing.is_empty() {
+            let mut needed: Vec<String> = granted.clone();
+            needed.extend(missing);
+            let challenge = crate::auth::challenge(
+                Some("insufficient_scope"),
+                Some(&needed.join(" ")),
+                Some(&p.metadata_url()),
+            );
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                challenge: Some(challenge),
+            }
+            .into_response());
+        }
+    }
+    Ok((principal, body, decoded))
+}
+
+/// A legacy `initialize` outside a session: the server answers it in a new
+/// session, kept under a fresh id if it opened (within the session
+/// budgets).
+async fn open_session(
+    app: &App,
+    decoded: Result<Decoded, Reply>,
+    inbound: Inbound,
+    owner: Principal,
+) -> Response {
+    let session = app.server.session();
+    // Boxed: awaited inline, the whole request's future would sit inside
+    // this one, and this one is moved on every request.
+    let reply = match decoded {
+        Ok(d) => {
+            Box::pin(
+                app.server
+                    .handle_in_decoded(&session, d, inbound, Sink::none()),
+            )
+            .await
+        }
+        Err(refused) => refused,
+    };
+    if !session.is_open() {
+        return reply_response(reply);
+    }
+    let id = match app.keep(session, owner) {
+        Ok(id) => id,
+        Err(refused) => {
+            return error_response(
+                &McpError::InvalidRequest(refused.message().into()),
+                StatusCode::from_u16(refused.http_status()).ok(),
+            );
+        }
+    };
+    let mut r = reply_response(reply);
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        r.headers_mut().insert(SESSION_HEADER, v);
+    }
+    r
+}
+
+/// Runs the request and answers: JSON when it sends nothing before its
+/// reply, else an SSE stream; a legacy call on its session's stream log.
+async fn run(
+    app: &App,
+    session: Option<Session>,
+    mut legacy_call: Option<Arc<Streams>>,
+    decoded: Result<Decoded, Reply>,
+    inbound: Inbound,
+    sse: bool,
+) -> Response {
+    let (tx, mut rx) = mpsc::channel::<Bytes>(32);
+    let sink = if sse { Sink::new(tx) } else { Sink::none() };
+    let server = app.server.clone();
+    // The request runs inside this response's future until it sends its
+    // first notification: most requests never do, and a task of their own
+    // would cost a spawn, a scheduler round and a copy of the future. A
+    // legacy call is spawned at once: a cancellation aborts it by handle.
+    let mut request: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(
+        std::panic::AssertUnwindSafe(async move {
+            match (session, decoded) {
+                // A refused body still counts as the session's activity:
+                // the server sees to that (and refuses it again; this is
+                // the error path only).
+                (Some(s), Err(_)) => Box::pin(server.handle_in(&s, inbound, sink)).await,
+                (None, Err(refused)) => refused,
+                // Boxed: a session's future is large, and inline it would
+                // make every request's future as large, copied whole into
+                // the box below.
+                (Some(s), Ok(d)) => Box::pin(server.handle_in_decoded(&s, d, inbound, sink)).await,
+                (None, Ok(d)) => server.handle_decoded(d, inbound, sink).await,
+            }
+        })
+        .catch_unwind()
+        .map(|r| r.unwrap_or(Reply::Closed)),
+    );
+    let mut task = AbortOnDrop(None);
+    if legacy_call.is_some() {
+        task.0 = Some(tokio::spawn(request));
+        request = Box::pin(std::future::pending());
+    }
+    let first = tokio::select! {
+        biased;
+        done = async { if task.0.is_some() { task.join().await } else { Some((&mut request).await) } } => {
+            let reply = done.unwrap_or(Reply::Closed);
+            // Notifications sent just before the result still go first.
+            let mut queued = Vec::new();
+            while let Ok(n) = rx.try_recv() {
+                queued.push(n);
+            }
+            if queued.is_empty() {
+                return reply_response(reply);
+            }
+            return sse_response(Body::from_stream(SseBody::finished(queued, reply, app.options.keep_alive)));
+        }
+        Some(n) = rx.recv() => n,
+    };
+    let keep_alive = app.options.keep_alive;
+    match (legacy_call.take(), task.0.take()) {
+        (Some(streams), Some(handle)) => {
+            // Detached: the request runs on if the client loses the stream,
+            // and a GET with Last-Event-ID picks up where it left off.
+            let stream = streams.open(None);
+            streams.push(stream, &first, false);
+            tokio::spawn(pump(streams.clone(), stream, rx, handle));
+            sse_response(Body::from_stream(streams.read(stream, None, keep_alive)))
+        }
+        (_, handle) => {
+            // Streaming from here on: the request moves to a task of its
+            // own, where it goes on from where it stopped.
+            let task = AbortOnDrop(Some(handle.unwrap_or_else(|| tokio::spawn(request))));
+            sse_response(Body::from_stream(SseBody::streaming(
+                first, rx, task, keep_alive,
+            )))
+        }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins_pass_and_others_fail() {
+        let o = HttpOptions::default();
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8080",
+            "http://[::1]:9",
+            "http://[::1]",
+        ] {
+            assert!(origin_allowed(ok, &o), "{ok}");
+        }
+        for bad in [
+            "http://evil.example.com",
+            "http://localhost.evil.com",
+            "http://127.0.0.1.evil:80",
+            "null",
+            "http://localhost:abc",
+            "ftp://localhost",
+        ] {
+            assert!(!origin_allowed(bad, &o), "{bad}");
+        }
+        let o = HttpOptions {
+            allowed_origins: vec!["https://app.example.com".into()],
+            ..HttpOptions::default()
+        };
+        assert!(origin_allowed("https://app.example.com", &o));
+    }
+}
