@@ -1,6 +1,6 @@
 //! Streamable HTTP for Tern (DIGEST §7.3).
 //!
-//! With the `server` feature it serves a `tern-server` [`Server`](tern_server::Server)
+//! With the `server` feature it serves a `tern-server` `Server`
 //! on hyper/axum: POST only, JSON or SSE responses (SSE exactly when the
 //! handler sends notifications before its result and the client accepts
 //! it), header validation against the body, `Origin` checks and an

@@ -4,8 +4,8 @@
 //! what the message is, and for a request its era's marks and its `_meta`
 //! already read, so nothing downstream parses the same bytes again.
 //!
-//! - [`strict`]: the reader that refuses duplicate keys and excess depth;
-//! - [`fast`]: the server's fast path, with its equivalence to the general
+//! - `strict`: the reader that refuses duplicate keys and excess depth;
+//! - `fast`: the server's fast path, with its equivalence to the general
 //!   path checked in tests and by a fuzz target.
 
 mod fast;
