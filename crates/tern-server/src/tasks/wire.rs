@@ -38,13 +38,10 @@ impl Server {
                 Ok(Map::new())
             }
             Method::TasksUpdate => {
-                let responses = match a.params.get("inputResponses") {
-                    Some(Value::Object(m)) => m,
-                    _ => {
-                        return Err(McpError::invalid_params(
-                            "params.inputResponses must be an object",
-                        ));
-                    }
+                let Some(Value::Object(responses)) = a.params.get("inputResponses") else {
+                    return Err(McpError::invalid_params(
+                        "params.inputResponses must be an object",
+                    ));
                 };
                 let max = self.config().max_input_responses;
                 if responses.len() > max {
