@@ -102,6 +102,29 @@ struct RunParts {
     uri_params: std::collections::HashMap<String, String>,
 }
 
+/// What a run gave once a task body is placed.
+enum Ran {
+    /// The outcome to map (a task body run inline gave it).
+    Outcome(Outcome),
+    /// The task created; the request is over.
+    Created(Map<String, Value>),
+}
+
+/// Who owns the task a run may start, and what its request declared: a
+/// task tool's call from a client that declared the extension runs its
+/// body as a task; any other runs it inline (`None`).
+fn task_owner(
+    route: &Route,
+    a: &Accepted,
+    principal: &Principal,
+) -> Option<(Principal, tern_types::ClientCapabilities)> {
+    let caps = &a.meta.client_capabilities;
+    (route.task.is_some()
+        && a.method == Method::ToolsCall
+        && caps.extension(tern_types::methods::TASKS_EXTENSION))
+    .then(|| (principal.clone(), caps.clone()))
+}
+
 /// A request that cannot ask: `completion/complete`.
 pub(crate) struct Once;
 
@@ -156,14 +179,7 @@ impl Server {
         if tracing::level_enabled!(tracing::Level::INFO) {
             tracing::Span::current().record("round", round);
         }
-        // A task tool's call from a client that declared the extension runs
-        // its body as a task; otherwise inline.
-        let as_task = (route.task.is_some()
-            && a.method == Method::ToolsCall
-            && a.meta
-                .client_capabilities
-                .extension(tern_types::methods::TASKS_EXTENSION))
-        .then(|| (principal.clone(), a.meta.client_capabilities.clone()));
+        let as_task = task_owner(&route, &a, &principal);
         let Accepted {
             id,
             method,
@@ -214,23 +230,16 @@ impl Server {
                 round,
                 flow_id,
             };
-            let outcome = match route.handler.call(cx).await {
-                Outcome::Task(body) => match &as_task {
-                    Some((principal, caps)) => {
-                        let created = self.create_task(body, principal, caps.clone(), ceiling)?;
-                        delivery.completed(self, &created).await;
-                        return Ok(created);
-                    }
-                    None => {
-                        let scope = TaskScope {
-                            mode: ScopeMode::Inline(Ask {
-                                cx: answers.clone(),
-                            }),
-                        };
-                        (body.0)(scope).await
-                    }
-                },
-                outcome => outcome,
+            let ran = route.handler.call(cx).await;
+            let outcome = match self
+                .place_task(ran, as_task.as_ref(), &answers, ceiling)
+                .await?
+            {
+                Ran::Created(created) => {
+                    delivery.completed(self, &created).await;
+                    return Ok(created);
+                }
+                Ran::Outcome(outcome) => outcome,
             };
             let pending = match outcome {
                 Outcome::InputRequired(p) => p,
@@ -287,6 +296,32 @@ impl Server {
                 "a task where none can run (only a task tool's handler may start one)".into(),
             )),
         }
+    }
+
+    /// A run's outcome once a task body it returned is placed: created as
+    /// a task for `as_task`'s principal, or run inline with the request's
+    /// own answers (so its asking is an MRTR round).
+    async fn place_task(
+        &self,
+        outcome: Outcome,
+        as_task: Option<&(Principal, tern_types::ClientCapabilities)>,
+        answers: &Arc<AskContext>,
+        ceiling: u8,
+    ) -> Result<Ran, McpError> {
+        let Outcome::Task(body) = outcome else {
+            return Ok(Ran::Outcome(outcome));
+        };
+        if let Some((principal, caps)) = as_task {
+            return self
+                .create_task(body, principal, caps.clone(), ceiling)
+                .map(Ran::Created);
+        }
+        let scope = TaskScope {
+            mode: ScopeMode::Inline(Ask {
+                cx: answers.clone(),
+            }),
+        };
+        Ok(Ran::Outcome((body.0)(scope).await))
     }
 
     /// Creates the task that runs `body` for `principal`, and answers the
