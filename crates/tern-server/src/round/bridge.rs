@@ -142,12 +142,7 @@ impl Delivery for Bridge<'_> {
     const RERUNS: bool = true;
 
     fn start(&mut self, caps: &ClientCapabilities) -> Start {
-        Start {
-            round: 0,
-            flow_id: random_bytes::<16>(),
-            continuation: None,
-            answers: AskContext::unanswered(caps.clone()),
-        }
+        Start::first(caps, random_bytes::<16>())
     }
 
     /// Asks the client and waits; its responses are the next run's

@@ -48,6 +48,18 @@ pub(crate) struct Start {
     pub(crate) answers: AskContext,
 }
 
+impl Start {
+    /// A first run: round 0 of flow `flow_id`, nothing answered yet.
+    pub(crate) fn first(caps: &tern_types::ClientCapabilities, flow_id: [u8; 16]) -> Start {
+        Start {
+            round: 0,
+            flow_id,
+            continuation: None,
+            answers: AskContext::unanswered(caps.clone()),
+        }
+    }
+}
+
 /// What delivering a round gave.
 pub(crate) enum Delivered {
     /// The client answered in-process: run the handler again with these.
@@ -132,12 +144,7 @@ impl Delivery for Once {
     const RERUNS: bool = false;
 
     fn start(&mut self, caps: &tern_types::ClientCapabilities) -> Start {
-        Start {
-            round: 0,
-            flow_id: [0; 16],
-            continuation: None,
-            answers: AskContext::unanswered(caps.clone()),
-        }
+        Start::first(caps, [0; 16])
     }
 
     async fn deliver(

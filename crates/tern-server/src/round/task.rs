@@ -85,12 +85,7 @@ impl Delivery for &TaskRound {
     const RERUNS: bool = true;
 
     fn start(&mut self, caps: &ClientCapabilities) -> Start {
-        Start {
-            round: 0,
-            flow_id: [0; 16],
-            continuation: None,
-            answers: AskContext::unanswered(caps.clone()),
-        }
+        Start::first(caps, [0; 16])
     }
 
     async fn deliver(

@@ -155,6 +155,14 @@ impl Tasks {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The table, rid of what outlived its time to live, and the time.
+    fn swept(&self, metrics: &Metrics) -> (MutexGuard<'_, HashMap<TaskId, Record>>, u64) {
+        let now = self.clock.now();
+        let mut table = self.lock();
+        Self::sweep(&mut table, now, metrics);
+        (table, now)
+    }
+
     /// Drops what outlived its time to live; a task still running is
     /// cancelled.
     fn sweep(table: &mut HashMap<TaskId, Record>, now: u64, metrics: &Metrics) {
@@ -181,9 +189,7 @@ impl Tasks {
         principal: &Principal,
         metrics: &Metrics,
     ) -> Result<Map<String, Value>, McpError> {
-        let now = self.clock.now();
-        let mut table = self.lock();
-        Self::sweep(&mut table, now, metrics);
+        let (mut table, now) = self.swept(metrics);
         let live = table
             .values()
             .filter(|r| r.principal == *principal && !r.status.terminal())
@@ -253,9 +259,7 @@ impl Tasks {
         principal: &Principal,
         metrics: &Metrics,
     ) -> Result<Map<String, Value>, McpError> {
-        let now = self.clock.now();
-        let mut table = self.lock();
-        Self::sweep(&mut table, now, metrics);
+        let (table, _) = self.swept(metrics);
         let r = owned(&table, id, principal)?;
         let mut out = envelope(id, r, &self.limits);
         if let Some(open) = r
@@ -399,9 +403,7 @@ impl Tasks {
         principal: &Principal,
         metrics: &Metrics,
     ) -> Result<(), McpError> {
-        let now = self.clock.now();
-        let mut table = self.lock();
-        Self::sweep(&mut table, now, metrics);
+        let (mut table, now) = self.swept(metrics);
         owned(&table, id, principal)?;
         if let Some(r) = table.get_mut(id).filter(|r| !r.status.terminal()) {
             if let Some(a) = r.abort.take() {
