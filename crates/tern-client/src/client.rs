@@ -228,6 +228,18 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// What the server's own requests on a call's stream get.
+pub(crate) enum ServerRequests<'b> {
+    /// Refused: a 2026-07-28 server never sends one.
+    Refuse,
+    /// Served, within the call's budget, with the session's headers on
+    /// each response (2025-11-25).
+    Serve {
+        budget: &'b mut crate::legacy::Budget,
+        headers: &'b McpHeaders,
+    },
+}
+
 /// One request as the client is about to send it.
 pub(crate) struct Call<'a> {
     pub(crate) method: &'a str,
@@ -568,47 +580,70 @@ impl Client {
             headers,
             progress_token,
         };
-        let deadline = self.inner.request_timeout;
-        let exchange = async {
-            let mut frames = self.inner.transport.request(out).await?;
-            loop {
-                let Some(frame) = frames.next().await else {
-                    return Err(Error::transport(format!(
-                        "the response stream of {} ended without a response",
-                        call.method
-                    )));
-                };
-                match frame? {
-                    Message::Notification(n) => {
-                        if let Some(h) = &call.opts.on_notification {
-                            h(&n);
-                        }
+        self.exchange(call, out, ServerRequests::Refuse).await
+    }
+
+    /// Sends `out` and reads its stream until the response to it, the one
+    /// frame loop of both eras. The request timeout bounds the time the
+    /// server takes, summed over the exchange; the time spent answering the
+    /// server's own requests (a person at a form) does not count, so a
+    /// server that trickles notifications cannot hold a call open past it
+    /// and a person is never hurried (CANC-7).
+    pub(crate) async fn exchange(
+        &self,
+        call: &Call<'_>,
+        out: OutboundRequest,
+        mut requests: ServerRequests<'_>,
+    ) -> Result<Map<String, Value>, Error> {
+        let id = out.id.clone();
+        let wait = self.inner.request_timeout;
+        let mut deadline = tokio::time::Instant::now() + wait;
+        let silent = || Error::timeout(format!("no response to {} within {wait:?}", call.method));
+        let mut frames = tokio::time::timeout_at(deadline, self.inner.transport.request(out))
+            .await
+            .map_err(|_| silent())??;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, frames.next())
+                .await
+                .map_err(|_| silent())?;
+            let Some(frame) = frame else {
+                return Err(Error::transport(format!(
+                    "the response stream of {} ended without a response",
+                    call.method
+                )));
+            };
+            match frame? {
+                Message::Notification(n) => {
+                    if let Some(h) = &call.opts.on_notification {
+                        h(&n);
                     }
-                    Message::Result(r) if r.id == id => return Ok(r.result),
-                    Message::Error(e) if e.id.is_none() || e.id.as_ref() == Some(&id) => {
-                        return Err(Error::remote(e.error));
-                    }
-                    Message::Result(_) | Message::Error(_) => {
-                        return Err(Error::protocol("a response for another request id"));
-                    }
-                    // BASE-7, MRTR-S13: servers never send requests.
-                    Message::Request(r) => {
+                }
+                Message::Result(r) if r.id == id => return Ok(r.result),
+                Message::Error(e) if e.id.is_none() || e.id.as_ref() == Some(&id) => {
+                    return Err(Error::remote(e.error));
+                }
+                Message::Result(_) | Message::Error(_) => {
+                    return Err(Error::protocol("a response for another request id"));
+                }
+                Message::Request(r) => match &mut requests {
+                    // BASE-7, MRTR-S13: 2026-07-28 servers never send
+                    // requests.
+                    ServerRequests::Refuse => {
                         return Err(Error::protocol(format!(
                             "the server sent a JSON-RPC request ({}); servers never do",
                             r.method
                         )));
                     }
-                }
+                    ServerRequests::Serve { budget, headers } => {
+                        let began = tokio::time::Instant::now();
+                        // Boxed: answering holds a provider's future,
+                        // which the modern path never needs to carry.
+                        Box::pin(self.serve_request(call, r, budget, headers)).await?;
+                        deadline += began.elapsed();
+                    }
+                },
             }
-        };
-        tokio::time::timeout(deadline, exchange)
-            .await
-            .map_err(|_| {
-                Error::timeout(format!(
-                    "no response to {} within {deadline:?}",
-                    call.method
-                ))
-            })?
+        }
     }
 
     /// The mirrored headers (HTTP-C8, HTTP-C10, HTTP-XMH-C4), recomputed for

@@ -11,7 +11,6 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tern_proto::McpHeaders;
-use tern_proto::decode::Message;
 use tern_types::legacy::methods as legacy;
 use tern_types::{
     ElicitRequestParams, ErrorCode, ErrorObject, InputRequest, InputRequests, InputResponses,
@@ -19,7 +18,7 @@ use tern_types::{
 };
 
 use crate::Error;
-use crate::client::{Call, Client};
+use crate::client::{Call, Client, ServerRequests};
 use crate::mrtr::{MAX_INPUT_REQUESTS, answer_one, check_declared, target_of};
 use crate::options::RoundEvent;
 use crate::provider::InputContext;
@@ -206,43 +205,15 @@ impl Client {
             headers: headers.clone(),
             progress_token,
         };
-        let wait = self.inner.request_timeout;
-        let mut frames = tokio::time::timeout(wait, self.inner.transport.request(out))
-            .await
-            .map_err(|_| {
-                Error::timeout(format!("{} could not be sent within {wait:?}", call.method))
-            })??;
-        loop {
-            let frame = tokio::time::timeout(wait, frames.next())
-                .await
-                .map_err(|_| {
-                    Error::timeout(format!(
-                        "no word from the server on {} within {wait:?}",
-                        call.method
-                    ))
-                })?;
-            let Some(frame) = frame else {
-                return Err(Error::transport(format!(
-                    "the response stream of {} ended without a response",
-                    call.method
-                )));
-            };
-            match frame? {
-                Message::Notification(n) => {
-                    if let Some(h) = &call.opts.on_notification {
-                        h(&n);
-                    }
-                }
-                Message::Result(r) if r.id == id => return Ok(r.result),
-                Message::Error(e) if e.id.is_none() || e.id.as_ref() == Some(&id) => {
-                    return Err(Error::remote(e.error));
-                }
-                Message::Result(_) | Message::Error(_) => {
-                    return Err(Error::protocol("a response for another request id"));
-                }
-                Message::Request(r) => self.serve_request(call, r, budget, &headers).await?,
-            }
-        }
+        self.exchange(
+            call,
+            out,
+            ServerRequests::Serve {
+                budget,
+                headers: &headers,
+            },
+        )
+        .await
     }
 
     /// Answers one request the server sent during `call`. A request for
@@ -252,7 +223,7 @@ impl Client {
     /// round would (the capability gate first, MRTR-C-A2); the key is the
     /// method name, as legacy requests have none. A refusal is reported to
     /// the server and ends the call locally (MRTR-C4).
-    async fn serve_request(
+    pub(crate) async fn serve_request(
         &self,
         call: &Call<'_>,
         request: Request,

@@ -71,6 +71,8 @@ pub struct Canned {
     pub refuse_sampling: bool,
     /// Every request it was asked, in order.
     pub asked: Arc<Mutex<Vec<InputContext>>>,
+    /// How long the person takes before listing the roots.
+    pub think: std::time::Duration,
 }
 
 impl Canned {
@@ -146,7 +148,11 @@ impl InputProvider for Canned {
 
     fn list_roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, Refusal>> {
         self.asked.lock().unwrap().push(cx);
+        let think = self.think;
         Box::pin(async move {
+            if !think.is_zero() {
+                tokio::time::sleep(think).await;
+            }
             Ok(ListRootsResult {
                 roots: vec![Root {
                     uri: "file:///work".into(),

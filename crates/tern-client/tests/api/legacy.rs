@@ -248,3 +248,86 @@ async fn a_32042_listing_too_many_urls_is_refused_unseen() {
     );
     assert!(provider.asked.lock().unwrap().is_empty());
 }
+
+/// A legacy server that answers `initialize`, then meets `tools/call` with
+/// a progress notification every 400 ms and never a response.
+struct Trickling;
+
+impl Transport for Trickling {
+    fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, Error>> {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        Box::pin(async move {
+            if body["method"] == "initialize" {
+                return Ok(Frames::ready(message(
+                    &json!({"jsonrpc": "2.0", "id": body["id"],
+                    "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "trickling", "version": "1"}}}),
+                )));
+            }
+            let (tx, rx) = mpsc::channel(4);
+            tokio::spawn(async move {
+                for n in 0.. {
+                    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": "p", "progress": n}});
+                    if tx.send(Ok(message(&note))).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            Ok(Frames::new(rx))
+        })
+    }
+
+    fn notify(&self, _n: OutboundNotification) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn respond(&self, _r: OutboundResponse) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_trickles_notifications_gets_the_request_timeout() {
+    // CANC-7: the request timeout bounds the server's time in total, in
+    // both eras; a notification does not restart it.
+    let started = tokio::time::Instant::now();
+    let e = Client::builder(Trickling)
+        .era(EraPolicy::Legacy)
+        .request_timeout(std::time::Duration::from_secs(2))
+        .build()
+        .call_tool("slow", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "timed out: no response to tools/call within 2s"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_person_slower_than_the_request_timeout_is_not_hurried() {
+    // The time spent answering the server's request is the person's, not
+    // the server's: a 5 s answer within a 1 s request timeout completes.
+    let t = Asking::new(json!({"method": "roots/list"}), 1);
+    let provider = Canned {
+        think: std::time::Duration::from_secs(5),
+        ..Canned::default()
+    };
+    let r = Client::builder(t.clone())
+        .era(EraPolicy::Legacy)
+        .provider(provider.clone())
+        .request_timeout(std::time::Duration::from_secs(1))
+        .build()
+        .call_tool("list", obj(json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "done");
+    assert_eq!(
+        t.answers()[0]["result"],
+        json!({"roots": [{"uri": "file:///work"}]})
+    );
+}
