@@ -127,7 +127,7 @@ fn options(args: &ProxyArgs) -> Result<ProxyOptions, String> {
 }
 
 pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
-    crate::serve::init_logging(
+    let _log = crate::serve::init_logging(
         args.log_format,
         if args.stdio { "warn" } else { "info" },
         "tern-proxy",

@@ -281,7 +281,7 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
 pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     // Over stdio, stderr is often the terminal of whoever spawned the
     // server: requests are logged only when RUST_LOG asks.
-    init_logging(
+    let _log = init_logging(
         args.log_format,
         if args.stdio { "warn" } else { "info" },
         "tern-serve",
@@ -332,7 +332,19 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     done
 }
 
-pub(crate) fn init_logging(format: LogFormat, default: &str, service: &'static str) {
+/// The most log lines waiting for the writer thread (about 5 MiB of
+/// text); past it a request waits for room rather than a line being lost.
+const LOG_LINES_QUEUED: usize = 16_384;
+
+/// Installs the log subscriber. Lines are formatted where they happen and
+/// written to stderr by a thread of their own, so a request never waits on
+/// the write; the returned guard flushes what is queued when it drops, at
+/// the end of `run`.
+pub(crate) fn init_logging(
+    format: LogFormat,
+    default: &str,
+    service: &'static str,
+) -> tracing_appender::non_blocking::WorkerGuard {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -343,6 +355,12 @@ pub(crate) fn init_logging(format: LogFormat, default: &str, service: &'static s
         .find_map(|v| tracing_subscriber::EnvFilter::try_from_env(v).ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Logs go to stderr only: stdout carries the protocol under --stdio.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(LOG_LINES_QUEUED)
+        .thread_name("tern-log")
+        .finish(std::io::stderr());
     // Spans go to OpenTelemetry whatever the log level says.
     let otel = crate::otel::layer(service).unwrap_or_else(|e| {
         eprintln!("tern: {e}; no spans are exported");
@@ -352,18 +370,17 @@ pub(crate) fn init_logging(format: LogFormat, default: &str, service: &'static s
         // The usual case: one global filter, so a span below the level is
         // never built (the request path pays nothing for it).
         let builder = tracing_subscriber::fmt()
-            .with_writer(std::io::stderr)
+            .with_writer(writer)
             .with_ansi(ansi)
             .with_env_filter(filter);
         let _ = match format {
             LogFormat::Text => builder.try_init(),
             LogFormat::Json => builder.json().with_current_span(true).try_init(),
         };
-        return;
+        return guard;
     };
-    // Logs go to stderr only: stdout carries the protocol under --stdio.
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(ansi);
     let fmt = match format {
         LogFormat::Text => fmt.with_filter(filter).boxed(),
@@ -377,6 +394,7 @@ pub(crate) fn init_logging(format: LogFormat, default: &str, service: &'static s
         .with(fmt)
         .with(otel)
         .try_init();
+    guard
 }
 
 /// The startup line: where it listens and what it runs with.
@@ -598,17 +616,55 @@ pub(crate) async fn serve_http(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves `app` on `listener` until Ctrl-C (`tern serve`, `tern proxy`).
+/// How long connections still open (a session's `GET` stream, a call
+/// waiting for a person) may take to finish once the server is asked to
+/// stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Serves `app` on `listener` until Ctrl-C or SIGTERM (`tern serve`,
+/// `tern proxy`): no new connection is taken, those open get
+/// [`SHUTDOWN_GRACE`] to finish, and `run` then flushes the logs.
 pub(crate) async fn run_until_interrupted(
     listener: tokio::net::TcpListener,
     app: axum::Router,
 ) -> Result<(), String> {
-    axum::serve(tern::http::CoalescingListener::new(listener), app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serve = axum::serve(tern::http::CoalescingListener::new(listener), app)
+        .with_graceful_shutdown(async move {
+            stop_requested().await;
+            let _ = stop.send(());
         })
-        .await
-        .map_err(|e| format!("server failed: {e}"))
+        .into_future();
+    tokio::select! {
+        r = serve => r.map_err(|e| format!("server failed: {e}")),
+        () = async {
+            if stopped.await.is_ok() {
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        } => {
+            tracing::warn!(grace_secs = SHUTDOWN_GRACE.as_secs(), "connections still open after the grace period are closed");
+            Ok(())
+        }
+    }
+}
+
+/// Ctrl-C, or SIGTERM (what a service manager sends).
+async fn stop_requested() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    tracing::info!("stopping");
 }
 
 async fn serve_stdio(prepared: Prepared, args: &ServeArgs) -> Result<ExitCode, String> {

@@ -1,12 +1,13 @@
 //! `tern serve` and `tern keys` as an operator runs them: options checked
 //! before anything touches the disk, key files guarded, a log line per
-//! request and per refused state, Prometheus metrics, and a key file
-//! reloaded on SIGHUP.
+//! request and per refused state (none lost in a burst or at exit),
+//! Prometheus metrics, and a key file reloaded on SIGHUP.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -283,6 +284,8 @@ struct Logged {
     child: Child,
     url: String,
     log: Arc<Mutex<String>>,
+    /// Set when stderr closed (the server exited).
+    closed: Arc<AtomicBool>,
     _dir: TempDir,
 }
 
@@ -307,17 +310,21 @@ impl Logged {
         let log = Arc::new(Mutex::new(String::new()));
         let mut lines = BufReader::new(child.stderr.take().unwrap());
         let kept = log.clone();
+        let closed = Arc::new(AtomicBool::new(false));
+        let eof = closed.clone();
         std::thread::spawn(move || {
             let mut line = String::new();
             while lines.read_line(&mut line).unwrap_or(0) > 0 {
                 kept.lock().unwrap().push_str(&line);
                 line.clear();
             }
+            eof.store(true, Ordering::SeqCst);
         });
         let mut s = Logged {
             child,
             url: String::new(),
             log,
+            closed,
             _dir: dir,
         };
         let started = s.wait_for("tern serve started");
@@ -481,6 +488,57 @@ fn requests_and_refused_states_are_logged_and_counted() {
     ] {
         assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
     }
+}
+
+#[test]
+fn no_request_line_is_lost_in_a_burst_or_at_exit() {
+    // The log is written by a thread of its own (off the request path);
+    // a burst fills its queue faster than stderr drains, and SIGTERM
+    // stops the server: every request still has its line.
+    let mut s = Logged::start(&[], TempDir::new().unwrap());
+    const THREADS: usize = 8;
+    const EACH: usize = 250;
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let url = s.url.clone();
+            std::thread::spawn(move || {
+                for i in 0..EACH {
+                    let text = format!("burst-{t}-{i}");
+                    let r = call(&url, "echo", json!({"text": text}), json!({}));
+                    assert_eq!(r["result"]["content"][0]["text"], text, "{r}");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let pid = s.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut status = None;
+    for _ in 0..750 {
+        status = s.child.try_wait().unwrap();
+        if status.is_some() && s.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = status.expect("tern serve exits on SIGTERM");
+    assert!(status.success(), "{status}");
+    assert!(s.closed.load(Ordering::SeqCst), "stderr closed");
+    let log = s.log.lock().unwrap().clone();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("tool=\"echo\"") && l.contains("outcome=\"complete\""))
+        .count();
+    assert_eq!(lines, THREADS * EACH, "request lines in the log");
+    assert!(log.lines().any(|l| l.contains("stopping")), "{log}");
 }
 
 #[test]
