@@ -16,19 +16,27 @@ build_all() {
 }
 
 # serve PORT DATA LOG [WRAPPER...]: starts `tern serve --threads 1` on
-# 127.0.0.1:PORT with its data under DATA, run by WRAPPER (taskset,
-# valgrind, ...), and waits until it accepts connections; SERVE is its PID.
+# 127.0.0.1:PORT as operators run it (logging at info into LOG, metrics on
+# PORT+1), with its data under DATA, run by WRAPPER (taskset, valgrind,
+# ...); extra server options in SERVE_ARGS. Waits until it accepts
+# connections; SERVE is its PID.
 serve() {
   local port=$1 data=$2 log=$3
   shift 3
-  env TERN_LOG=warn XDG_DATA_HOME="$data" "$@" "$TERN" serve --http "127.0.0.1:$port" \
-    --threads 1 > "$log" 2>&1 &
+  # shellcheck disable=SC2086  # SERVE_ARGS is a list of options
+  env -u TERN_LOG -u RUST_LOG XDG_DATA_HOME="$data" "$@" "$TERN" serve --http "127.0.0.1:$port" \
+    --threads 1 --metrics "127.0.0.1:$((port + 1))" ${SERVE_ARGS:-} > "$log" 2>&1 &
   SERVE=$!
+  wait_port "$port" "$log"
+}
+
+# wait_port PORT LOG: until something accepts connections on PORT.
+wait_port() {
   for _ in $(seq 300); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
     sleep 0.1
   done
-  echo "bench: tern serve did not start (see $log)" >&2
+  echo "bench: the server on $1 did not start (see $2)" >&2
   exit 1
 }
 

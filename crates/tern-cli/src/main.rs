@@ -246,6 +246,10 @@ pub(crate) struct ProxyArgs {
     /// Serve Streamable HTTP on this address (default 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
     pub(crate) http: Option<String>,
+    /// Worker threads of the runtime (default: the core count; 1 runs the
+    /// single-threaded scheduler).
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<std::num::NonZeroUsize>,
     /// Serve newline-delimited JSON on stdin/stdout.
     #[arg(long)]
     pub(crate) stdio: bool,

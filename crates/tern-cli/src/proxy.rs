@@ -132,10 +132,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
         if args.stdio { "warn" } else { "info" },
         "tern-proxy",
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let rt = crate::serve::runtime(args.threads)?;
     let done = rt.block_on(async move {
         let http = match (&args.http, args.stdio) {
             (_, true) => None,

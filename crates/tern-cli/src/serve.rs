@@ -286,21 +286,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
         if args.stdio { "warn" } else { "info" },
         "tern-serve",
     );
-    // One thread asked for: the current-thread scheduler, which skips the
-    // work-stealing machinery a lone worker never uses.
-    let mut rt = match args.threads {
-        Some(n) if n.get() == 1 => tokio::runtime::Builder::new_current_thread(),
-        Some(n) => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(n.get());
-            b
-        }
-        None => tokio::runtime::Builder::new_multi_thread(),
-    };
-    rt.enable_all();
-    let rt = rt
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let rt = runtime(args.threads)?;
     let done = rt.block_on(async move {
         // Addresses first: a typo must not leave a key file behind.
         let http = match (&args.http, args.stdio) {
@@ -330,6 +316,26 @@ pub(crate) fn run(args: ServeArgs) -> Result<ExitCode, String> {
     });
     crate::otel::flush();
     done
+}
+
+/// The runtime of `tern serve` and `tern proxy`: `threads` workers, or
+/// the core count. One thread asked for: the current-thread scheduler,
+/// which skips the work-stealing machinery a lone worker never uses.
+pub(crate) fn runtime(
+    threads: Option<std::num::NonZeroUsize>,
+) -> Result<tokio::runtime::Runtime, String> {
+    let mut rt = match threads {
+        Some(n) if n.get() == 1 => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n.get());
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    rt.enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
 /// The most log lines waiting for the writer thread (about 5 MiB of

@@ -40,12 +40,17 @@
 //! # }
 //! ```
 
+// Each backend is a feature of its own: a build for one host need not
+// compile a Redis client, nor a fleet's an embedded SQLite.
+#[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 // The public surface, one name per type.
 // The startup guards live beside the store contract, so the server
 // framework applies the same ones without depending on these backends.
+#[cfg(feature = "redis")]
 pub use redis_store::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RESULT_KEY_PREFIX,
     RedisConnectError, RedisOptions, RedisReplayStore,
