@@ -569,7 +569,7 @@ impl Client {
             opts.emit(&RoundEvent::Task {
                 task_id: task.task_id(),
                 status: "working",
-                message: None,
+                message: result.get("statusMessage").and_then(Value::as_str),
             });
             return Ok(Step::Task(task));
         }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::engine::{Case, Level, Status};
 use crate::ProbeArgs;
-use crate::exit;
+use crate::{exit, safe};
 
 /// Prints the table (or JSON, or writes JUnit) and picks the exit code:
 /// 1 when a MUST case failed. `tools` are the flows probed, in order;
@@ -86,35 +86,17 @@ fn table(tools: &[String], sent: usize, cases: &[Case]) {
             c.level.as_str(),
             c.rule,
             c.family,
-            printable(&c.id),
-            printable(&c.reason)
+            safe::line(&c.id),
+            safe::line(&c.reason)
         );
     }
-}
-
-/// `s` safe for a terminal: a server's text (its error messages, input
-/// keys and tool names) could carry control characters and escape
-/// sequences; each is shown escaped instead.
-pub(super) fn printable(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_owned();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// The cases as a JUnit XML report; with several flows, each case's name
 /// starts with its tool.
 fn junit(cases: &[Case], several: bool) -> String {
     let esc = |s: &str| {
-        printable(s)
+        safe::line(s)
             .replace('&', "&amp;")
             .replace('<', "&lt;")
             .replace('>', "&gt;")
@@ -152,14 +134,15 @@ fn junit(cases: &[Case], several: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use crate::safe;
 
     #[test]
     fn a_servers_escape_sequences_are_shown_not_run() {
+        // The report's text goes through the one home of terminal safety.
         assert_eq!(
-            printable("error -32602: \u{1b}[2J\u{1b}]0;owned\u{7}gone\r\n"),
+            safe::line("error -32602: \u{1b}[2J\u{1b}]0;owned\u{7}gone\r\n"),
             "error -32602: \\u{1b}[2J\\u{1b}]0;owned\\u{7}gone\\r\\n"
         );
-        assert_eq!(printable("caf\u{e9} ok"), "caf\u{e9} ok");
+        assert_eq!(safe::line("caf\u{e9} ok"), "caf\u{e9} ok");
     }
 }

@@ -297,6 +297,38 @@ fn a_sampling_request_and_the_model_s_reply_are_shown_escaped() {
 }
 
 #[test]
+fn a_task_s_status_and_error_are_shown_escaped() {
+    // The task id, its status messages and its error are the server's.
+    let task = |status: &str, extra: Value| {
+        let mut t = json!({"taskId": hostile("tid"), "status": status,
+            "createdAt": "2026-12-05T00:00:00Z", "lastUpdatedAt": "2026-12-05T00:00:00Z",
+            "ttlMs": null, "pollIntervalMs": 100});
+        t.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        t
+    };
+    let h = Hostile::modern(json!({"tools": [tool("t")], "call": {"task": {
+    "created": task("working", json!({"statusMessage": hostile("created")})),
+    "polls": [
+        task("working", json!({"statusMessage": hostile("busy")})),
+        task("failed", json!({"statusMessage": hostile("last"),
+            "error": {"code": -32603, "message": hostile("err")}})),
+    ]}}}));
+    let mut p = spawn_raw(&h, "call", &["tool", "t", "--tasks"]);
+    assert_safe(
+        &mut p,
+        String::new(),
+        &["tid", "created", "busy", "last", "err"],
+    );
+    // A task failed with a JSON-RPC error is the server's error (exit 1).
+    assert_exit(&mut p, 1);
+    let polls = h.requests("tasks/get");
+    assert_eq!(polls.len(), 2, "{polls:#?}");
+    assert_eq!(polls[0]["params"]["taskId"], hostile("tid"));
+}
+
+#[test]
 fn progress_and_log_lines_are_shown_escaped() {
     let mut scenario = calling(text_result("done"));
     scenario["call"]["notices"] = json!([

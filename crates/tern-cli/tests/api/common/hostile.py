@@ -20,6 +20,11 @@
 #     asks             legacy: {"request": {method, params}, "times": N},
 #                      sent one at a time, each waiting for the answer
 #     result           legacy: the final result
+#     task             modern, for a call that declared the tasks extension:
+#                      {"created": task fields, "polls": [task fields, ...]};
+#                      tools/call answers `created` as resultType "task",
+#                      each tasks/get the next poll (past the list the last
+#                      repeats); tasks/update and tasks/cancel are acknowledged
 import json
 import sys
 import time
@@ -70,8 +75,26 @@ def notices():
                 time.sleep(0.02)
 
 
+polls = 0
+
+
+def declared_tasks(m):
+    caps = ((m.get("params") or {}).get("_meta") or {}).get(
+        "io.modelcontextprotocol/clientCapabilities") or {}
+    return "io.modelcontextprotocol/tasks" in (caps.get("extensions") or {})
+
+
+def task_poll(m):
+    global polls
+    listed = call["task"]["polls"]
+    answer(m["id"], dict(listed[min(polls, len(listed) - 1)], resultType="complete"))
+    polls += 1
+
+
 def modern_call(m):
     params = m.get("params") or {}
+    if "task" in call and declared_tasks(m):
+        return answer(m["id"], dict(call["task"]["created"], resultType="task"))
     state = params.get("requestState") or ""
     n = int(state[1:]) if state.startswith("r") and state[1:].isdigit() else 0
     rounds = call.get("rounds", [{"result": {"content": []}}])
@@ -136,6 +159,10 @@ while True:
         listed(m, "resourceTemplates")
     elif method in ("logging/setLevel", "ping"):
         answer(m["id"], {})
+    elif method == "tasks/get" and "task" in call:
+        task_poll(m)
+    elif method in ("tasks/update", "tasks/cancel") and "task" in call:
+        answer(m["id"], {"resultType": "complete"})
     elif method in ("tools/call", "prompts/get", "resources/read"):
         notices()
         if era == "modern":
