@@ -58,7 +58,7 @@ use crate::upstream::Upstream;
 /// against the caller's share and the total, lives for `pending_ttl`, and
 /// is dropped (a call so cancelled upstream) when that ends or when the
 /// retry comes. At a limit the call is refused with
-/// [`PROXY_LIMIT`](crate::PROXY_LIMIT) and nothing is held.
+/// [`PROXY_LIMIT`] and nothing is held.
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
     /// How long a pending call is kept for the client's retry before it is

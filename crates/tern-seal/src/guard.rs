@@ -26,7 +26,7 @@ pub struct Deployment {
     /// How many instances serve the same states (processes or hosts behind
     /// one key ring).
     pub instances: u32,
-    /// The replay store's [`ReplayStore::durability`](tern_seal::ReplayStore::durability).
+    /// The replay store's [`ReplayStore::durability`](crate::ReplayStore::durability).
     pub store: Durability,
     /// The TTL passed to every `consume`.
     pub marker_ttl: Duration,

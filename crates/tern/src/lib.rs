@@ -1,7 +1,7 @@
 //! The paved path through Tern. Features: `server`, `client`, `stdio`,
 //! `http`, `proxy`, and the replay stores `sqlite` and `redis`. The project README follows; its Rust examples are compiled as
 //! doc tests.
-#![doc = include_str!("../../../README.md")]
+#![doc = include_str!("../README.md")]
 
 pub use tern_proto as proto;
 pub use tern_seal as seal;

@@ -390,7 +390,7 @@ pub enum Either<A, B> {
     Second(B),
 }
 
-/// Something [`Ask::all`] can evaluate: a need, an optional need, a choice,
+/// Something [`Ask::all`](crate::Ask::all) can evaluate: a need, an optional need, a choice,
 /// or a tuple of those.
 pub trait NeedSet {
     /// The answers.
