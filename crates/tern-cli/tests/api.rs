@@ -11,6 +11,7 @@ mod api {
     mod commands;
     mod common;
     mod edges;
+    mod examples;
     mod hostile;
     mod interop;
     mod interop_py;
