@@ -12,6 +12,9 @@
 //! provider, one question at a time, and the retry carries the answers
 //! under the server's keys with the server's `requestState`, unchanged.
 
+// An example prints what it did.
+#![allow(clippy::print_stdout)]
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
