@@ -14,6 +14,8 @@
 #     Redis when redis-server is installed;
 #   - `deploy` through `tern proxy --threads 1` in front of `tern serve`
 #     (both on CPU 0; each one's CPU reported);
+#   - a 2025-11-25 session's `deploy` and `migrate` as a task with one
+#     in-task question, driven by tern-bench (crates/tern-bench);
 #   - the peak RSS of `tern serve` under 64 concurrent flows;
 # and prints one table with the goals of the performance work checked.
 #
@@ -104,6 +106,23 @@ load proxy $PROXY_PORT deploy '{"environment":"prod"}' "" "$PROXY" "$SERVE"
 kill "$PROXY"; wait "$PROXY" 2>/dev/null || true
 stop_serve
 
+echo "== a 2025-11-25 session's deploy flow, and a task with one in-task question"
+# tern-bench (crates/tern-bench) drives these with tern-client: a session
+# per worker (the form and roots asked as requests on the call's SSE
+# stream), and `migrate` as a task (created, polled, its go-ahead answered
+# with tasks/update, polled to its result).
+serve $PORT "$DATA" "$OUT/flows-serve.log" taskset -c 0
+for rep in $(seq "$REPS"); do
+  for c in $CONCS; do
+    for flow in legacy task; do
+      taskset -c 1 "$ROOT/target/release/tern-bench" --flow "$flow" \
+        --url "http://127.0.0.1:$PORT/mcp" --concurrency "$c" --duration "$DUR" \
+        --warmup "$WARM" --server-pid "$SERVE" --label "$flow c=$c" >> "$OUT/flows.jsonl"
+    done
+  done
+done
+stop_serve
+
 echo "== peak RSS of tern serve under 64 concurrent flows"
 serve $PORT "$DATA" "$OUT/rss-serve.log" taskset -c 0
 taskset -c 1 "$BIN/mrtr-load" --threads 1 --url "http://127.0.0.1:$PORT/mcp" --tool deploy \
@@ -142,6 +161,8 @@ names = {
     "order": "tern serve: order, single use, SQLite",
     "order-redis": "tern serve: order, single use, Redis",
     "proxy": "tern proxy → tern serve: deploy (the proxy's CPU)",
+    "legacy": "tern serve: deploy in a 2025-11-25 session",
+    "task": "tern serve: migrate as a task, one in-task question",
 }
 names = {n: l for n, l in names.items() if (n, concs[0]) in runs}
 table = {n: {c: row(n, c) for c in concs} for n in names}
@@ -175,10 +196,17 @@ if 64 in concs:
 if "proxy" in names:
     p, d = at8("proxy", "cpu"), at8("tern", "cpu")
     goals.append(("proxy CPU per flow ≤ 2× the direct server's (c=8)", p <= 2 * d, f"{p / d:.2f}×"))
+if "legacy" in names:
+    l, d = at8("legacy", "cpu"), at8("tern", "cpu")
+    goals.append(("2025-11-25 session flow CPU ≤ 2× the modern deploy's (c=8)", l <= 2 * d, f"{l / d:.2f}×"))
+if "task" in names:
+    c = 8 if 8 in concs else concs[-1]
+    t = row("task", c)
+    goals.append((f"a task with one in-task question (c={c}): CPU per task, p99 to its result",
+                  True, f"{t['cpu']:.1f} µs, {t['p99']:.1f} ms"))
 goals.append(("peak RSS ≤ 50 MiB at 64 concurrent flows", rss_kb <= 50 * 1024, f"{rss_kb / 1024:.1f} MiB"))
 for what, ok, got in goals:
     print(f"- [{'x' if ok else ' '}] {what}: {got}")
-print("- [ ] a 2025-11-25 session flow and a task with in-task input: not in this bench yet")
 PY
 echo
 echo "full tables: $OUT/deploy/summary.md"

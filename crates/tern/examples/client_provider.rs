@@ -24,7 +24,7 @@ use tern::types::{ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitVal
 
 #[path = "stdio_form_confirm.rs"]
 #[allow(dead_code)] // its `main`: this example serves it over HTTP instead
-mod rooms;
+pub(crate) mod rooms;
 
 /// Fills the booking forms as a person named Ada would, and notes what it
 /// was asked.
@@ -67,12 +67,15 @@ impl InputProvider for Ada {
     }
 }
 
-/// Serves the rooms server on a free loopback port, books a room through
+/// Serves `server` on a free loopback port, books a room through
 /// `provider`, and returns the tool's text.
-pub(crate) async fn book(provider: Ada) -> Result<String, Box<dyn std::error::Error>> {
+pub(crate) async fn book(
+    server: tern::server::Server,
+    provider: Ada,
+) -> Result<String, Box<dyn std::error::Error>> {
     let (addr, _serving) = tern::http::spawn(
         "127.0.0.1:0".parse()?,
-        rooms::server(),
+        server,
         tern::http::HttpOptions::default(),
     )
     .await?;
@@ -95,7 +98,7 @@ pub(crate) async fn book(provider: Ada) -> Result<String, Box<dyn std::error::Er
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ada = Ada::default();
-    let text = book(ada.clone()).await?;
+    let text = book(rooms::builder().build()?, ada.clone()).await?;
     for question in ada.asked.lock().map(|a| a.clone()).unwrap_or_default() {
         println!("asked  {question}");
     }

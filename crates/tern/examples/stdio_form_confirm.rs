@@ -16,7 +16,8 @@
 //! rounds (a clock, a counter) is a new question, asked again.
 
 use serde::Deserialize;
-use tern::server::{Args, Ask, ElicitForm, Elicited, Error, Server, ToolDef, ToolResult};
+use tern::prelude::*;
+use tern::server::ServerBuilder;
 
 /// What `book_room` takes.
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -34,52 +35,44 @@ struct Stay {
     nights: u8,
 }
 
-/// Round 2: a yes or no on the whole booking.
-#[derive(Deserialize, ElicitForm)]
-struct Confirm {
-    /// Book it?
-    confirm: bool,
-}
-
 async fn book_room(Args(b): Args<Booking>, ask: Ask) -> Result<ToolResult, Error> {
+    // Round 1: who stays. A decline or a cancel ends the call with a tool
+    // error that says which.
     let message = format!("Who is staying in {}, and for how many nights?", b.city);
-    let stay = match ask.form::<Stay>("stay", &message)? {
-        Elicited::Accepted(stay) => stay,
-        Elicited::Declined => return Err(Error::tool("booking declined")),
-        Elicited::Cancelled => return Err(Error::tool("booking cancelled")),
-    };
+    let stay = ask
+        .form::<Stay>("stay", &message)?
+        .or_tool_error("the booking")?;
+    // Round 2: a yes or no on the whole booking.
     let message = format!(
         "Book {} night(s) in {} for {}?",
         stay.nights, b.city, stay.guest
     );
-    match ask.form::<Confirm>("confirm", &message)? {
-        // The last answer is in: only now does anything happen.
-        Elicited::Accepted(Confirm { confirm: true }) => Ok(ToolResult::text(format!(
-            "booked {} night(s) in {} for {}",
-            stay.nights, b.city, stay.guest
-        ))),
-        Elicited::Accepted(_) | Elicited::Declined => Err(Error::tool("booking not confirmed")),
-        Elicited::Cancelled => Err(Error::tool("booking cancelled")),
-    }
+    ask.confirm("confirm", &message)?.confirmed("the booking")?;
+    // The last answer is in: only now does anything happen.
+    Ok(ToolResult::text(format!(
+        "booked {} night(s) in {} for {}",
+        stay.nights, b.city, stay.guest
+    )))
 }
 
-/// The server: one tool, single use.
-pub(crate) fn server() -> Server {
-    Server::builder("rooms", "1.0.0")
-        .tool_def(
-            ToolDef::new(
-                "book_room",
-                "Books a room after asking who stays and confirming",
-                book_room,
-            )
-            .single_use(),
+/// The server's registrations: one tool, single use. Keys and the replay
+/// store are the deployment's choice (see the `http_sqlite` example); over
+/// stdio the defaults fit: a key that lives as long as the process, and
+/// single use remembered in memory for as long.
+pub(crate) fn builder() -> ServerBuilder {
+    Server::builder("rooms", "1.0.0").tool_def(
+        ToolDef::new(
+            "book_room",
+            "Books a room after asking who stays and confirming",
+            book_room,
         )
-        .build()
-        .expect("a valid server")
+        .single_use(),
+    )
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
     // Stdout carries the protocol; nothing else may be printed there.
-    tern::stdio::serve(server(), tern::stdio::StdioOptions::default()).await
+    let server = builder().build().expect("a valid server");
+    tern::stdio::serve(server, tern::stdio::StdioOptions::default()).await
 }

@@ -19,3 +19,18 @@ pub use tern_replay as replay;
 pub use tern_server as server;
 #[cfg(feature = "stdio")]
 pub use tern_stdio as stdio;
+
+/// What a handler needs, in one import: `use tern::prelude::*;`.
+///
+/// Argument types derive `serde::Deserialize` and `schemars::JsonSchema`
+/// (add both crates beside `tern`); form types derive [`ElicitForm`]
+/// (re-exported here), which needs only `serde::Deserialize` besides.
+///
+/// [`ElicitForm`]: tern_server::ElicitForm
+#[cfg(feature = "server")]
+pub mod prelude {
+    pub use tern_server::{
+        Args, Ask, ElicitEnum, ElicitForm, Elicited, Error, Need, PromptDef, PromptResult,
+        ResourceDef, ResourceResult, Server, SingleUse, State, ToolDef, ToolResult,
+    };
+}

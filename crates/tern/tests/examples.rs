@@ -1,16 +1,38 @@
-//! The examples, run end to end: `client_provider` serves the
-//! `stdio_form_confirm` server over HTTP and books a room through its own
-//! provider, answering both rounds.
+//! The examples, run end to end over Streamable HTTP on loopback:
+//! `client_provider` books a room on the `stdio_form_confirm` server
+//! through its own provider, answering both rounds; `http_sqlite` keeps
+//! its key file (0600) and replay store on disk; `authorize` refuses the
+//! booking while its desk is closed.
+
+// Each example is a program of its own that includes the rooms server;
+// this test includes three of them, so the server's file thrice.
+#![allow(clippy::duplicate_mod)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[path = "../examples/client_provider.rs"]
 #[allow(dead_code)] // its `main`
 mod client_provider;
 
+#[path = "../examples/http_sqlite.rs"]
+#[allow(dead_code)]
+mod http_sqlite;
+
+#[path = "../examples/authorize.rs"]
+#[allow(dead_code)]
+mod authorize;
+
+use client_provider::{Ada, book};
+
+const BOOKED: &str = "booked 2 night(s) in Lisbon for Ada";
+
 #[tokio::test]
 async fn the_client_example_books_a_room_through_its_provider() {
-    let ada = client_provider::Ada::default();
-    let text = client_provider::book(ada.clone()).await.unwrap();
-    assert_eq!(text, "booked 2 night(s) in Lisbon for Ada");
+    let ada = Ada::default();
+    let server = client_provider::rooms::builder().build().unwrap();
+    let text = book(server, ada.clone()).await.unwrap();
+    assert_eq!(text, BOOKED);
     // Round 1 asked who stays; round 2 asked to confirm, with the answers
     // of round 1 in its question.
     assert_eq!(
@@ -20,4 +42,45 @@ async fn the_client_example_books_a_room_through_its_provider() {
             "confirm: Book 2 night(s) in Lisbon for Ada?",
         ]
     );
+}
+
+#[tokio::test]
+async fn the_http_sqlite_example_keeps_its_keys_and_store_on_disk() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::TempDir::new().unwrap();
+    let text = book(http_sqlite::server(dir.path()).unwrap(), Ada::default())
+        .await
+        .unwrap();
+    assert_eq!(text, BOOKED);
+    let keys = dir.path().join("keys.json");
+    let mode = std::fs::metadata(&keys).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(dir.path().join("replay.db").exists());
+    // A second start reads the same key file rather than making another.
+    let before = std::fs::read_to_string(&keys).unwrap();
+    let text = book(http_sqlite::server(dir.path()).unwrap(), Ada::default())
+        .await
+        .unwrap();
+    assert_eq!(text, BOOKED);
+    assert_eq!(std::fs::read_to_string(&keys).unwrap(), before);
+}
+
+#[tokio::test]
+async fn the_authorize_example_refuses_while_the_desk_is_closed() {
+    let open = Arc::new(AtomicBool::new(false));
+    let ada = Ada::default();
+    let e = book(authorize::server(open.clone()), ada.clone())
+        .await
+        .unwrap_err();
+    let e = e.downcast::<tern::client::Error>().unwrap();
+    let o = e.remote_error().unwrap();
+    assert_eq!(
+        (o.code.0, o.message.as_str()),
+        (authorize::DESK_CLOSED, "the booking desk is closed")
+    );
+    // Refused before the handler ran: nobody was asked anything.
+    assert!(ada.asked.lock().unwrap().is_empty());
+    open.store(true, Ordering::SeqCst);
+    let text = book(authorize::server(open), Ada::default()).await.unwrap();
+    assert_eq!(text, BOOKED);
 }

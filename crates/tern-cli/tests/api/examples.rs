@@ -1,29 +1,21 @@
-//! The facade's `stdio_form_confirm` example, built by cargo as a user
-//! would (`cargo run --example`), driven by `tern call --cmd` over stdio
-//! through both of its rounds.
+//! The facade's `stdio_form_confirm` example as a user runs it: its
+//! binary driven by `tern call --cmd` over stdio through both rounds.
 
 use super::common::{Run, run, tern_bin};
 use std::process::Command;
 
-/// The example's binary, built as CI's build step builds every example
-/// (the same features, so an up-to-date build is not redone).
+/// The example's binary: `cargo test` (and so the README's test command)
+/// builds every example of the workspace beside the binaries.
 fn example() -> std::path::PathBuf {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let built = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--workspace",
-            "--all-features",
-        ])
-        .args(["--example", "stdio_form_confirm", "--manifest-path"])
-        .arg(format!("{root}/Cargo.toml"))
-        .status()
-        .unwrap();
-    assert!(built.success(), "cargo build --example: {built}");
-    let bin = std::path::Path::new(tern_bin()).with_file_name("examples");
-    bin.join("stdio_form_confirm")
+    let bin = std::path::Path::new(tern_bin())
+        .with_file_name("examples")
+        .join("stdio_form_confirm");
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo nextest run --workspace` builds it",
+        bin.display()
+    );
+    bin
 }
 
 fn book(server: &std::path::Path, answers: &str) -> Run {
@@ -57,5 +49,5 @@ fn the_stdio_example_asks_then_books() {
             "confirm": {"action": "accept", "content": {"confirm": false}}}"#,
     )
     .failed(1)
-    .says("booking not confirmed");
+    .says("the booking was not confirmed");
 }

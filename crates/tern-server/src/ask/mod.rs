@@ -260,6 +260,11 @@ impl Ask {
         self.all(Need::form::<T>(key, message))
     }
 
+    /// Asks one yes-or-no question ([`Need::confirm`]).
+    pub fn confirm(&self, key: &str, message: &str) -> Result<Elicited<bool>, Error> {
+        self.all(Need::confirm(key, message))
+    }
+
     /// Asks `need` again whatever was answered before: for a URL-mode
     /// interaction whose out-of-band step has not finished (ELIC-10), or to
     /// re-ask after an answer the handler cannot use (MRTR-S10). The round

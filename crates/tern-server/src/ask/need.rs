@@ -203,6 +203,20 @@ impl Need<()> {
         )
     }
 
+    /// A yes-or-no question: a form of one required boolean, `confirm`.
+    /// `Accepted(true)` is a yes and `Accepted(false)` a no the person
+    /// submitted; decline and cancel stay what they are
+    /// ([`Elicited::confirmed`] turns all four into a handler's answer).
+    pub fn confirm(key: &str, message: &str) -> Need<Elicited<bool>> {
+        static SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+            json!({"type": "object",
+                "properties": {"confirm": {"type": "boolean", "title": "Confirm"}},
+                "required": ["confirm"]})
+        });
+        let request = form_request(message, SCHEMA.clone());
+        Need::build(key, InputKind::Form, request, parse_confirm)
+    }
+
     /// An out-of-band interaction at `url` (URL-mode elicitation). Accept
     /// means the person agreed to open it, not that it is finished (ELIC-10).
     pub fn url(key: &str, message: &str, url: &str) -> Need<Elicited<()>> {
@@ -235,6 +249,24 @@ impl Need<()> {
             std::sync::LazyLock::new(|| Fixed::new(json!({"method": "roots/list", "params": {}})));
         Need::build(key, InputKind::Roots, Question::Fixed(&ROOTS), parse_roots)
     }
+}
+
+/// A [`Need::confirm`] answer: the form's checks, then its one boolean
+/// (present and a boolean, as the schema requires).
+fn parse_confirm(
+    key: &str,
+    question: &Question,
+    answer: &Value,
+) -> Result<Elicited<bool>, McpError> {
+    Ok(
+        match parse_form::<Map<String, Value>>(key, question, answer)? {
+            Elicited::Accepted(content) => {
+                Elicited::Accepted(content.get("confirm").and_then(Value::as_bool) == Some(true))
+            }
+            Elicited::Declined => Elicited::Declined,
+            Elicited::Cancelled => Elicited::Cancelled,
+        },
+    )
 }
 
 impl Need<Value> {
@@ -344,6 +376,17 @@ impl<T> Need<T> {
         }
         if self.mode == Mode::Optional && cx.asked_before(&self.key) {
             return Ok(None);
+        }
+        // MRTR-S8: an answer counts only for the exact question it answers.
+        // A question under the same key that changed since the round that
+        // asked it (a clock or a counter in its message) is a new question,
+        // asked again until the ceiling; say why, or a flow that never
+        // settles looks like the client's fault.
+        if cx.verified && cx.responses.contains_key(&self.key) && cx.asked_before(&self.key) {
+            tracing::warn!(
+                key = %self.key,
+                "the question under this key changed since the round that asked it: its answer does not count and it is asked again (ask the same question every round; put what changes in the result)"
+            );
         }
         // Moved, not copied: the need ends here.
         round.missing.push(Asked {

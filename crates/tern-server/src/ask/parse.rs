@@ -30,6 +30,43 @@ impl<T> Elicited<T> {
             _ => None,
         }
     }
+
+    /// The accepted value, or the tool error that ends the call when the
+    /// person said no or dismissed the question: `"{what} was declined"`,
+    /// `"{what} was cancelled"`. The two stay apart in the wording, as
+    /// they are on the wire (ELIC-S12).
+    ///
+    /// ```
+    /// # use tern_server::{Ask, ElicitForm, Error, ToolResult};
+    /// # #[derive(serde::Deserialize, ElicitForm)]
+    /// # struct Stay { /// Nights
+    /// #     nights: u8 }
+    /// async fn book(ask: Ask) -> Result<ToolResult, Error> {
+    ///     let stay = ask.form::<Stay>("stay", "How many nights?")?.or_tool_error("the booking")?;
+    ///     Ok(ToolResult::text(format!("{} night(s)", stay.nights)))
+    /// }
+    /// ```
+    pub fn or_tool_error(self, what: &str) -> Result<T, crate::Error> {
+        match self {
+            Elicited::Accepted(t) => Ok(t),
+            Elicited::Declined => Err(crate::Error::tool(format!("{what} was declined"))),
+            Elicited::Cancelled => Err(crate::Error::tool(format!("{what} was cancelled"))),
+        }
+    }
+}
+
+impl Elicited<bool> {
+    /// `Ok(())` for a yes to a [`Need::confirm`](crate::Need::confirm)
+    /// question; otherwise the tool error that ends the call: `"{what} was
+    /// not confirmed"` for a submitted no, and the wording of
+    /// [`Elicited::or_tool_error`] for a decline or a cancel.
+    pub fn confirmed(self, what: &str) -> Result<(), crate::Error> {
+        if self.or_tool_error(what)? {
+            Ok(())
+        } else {
+            Err(crate::Error::tool(format!("{what} was not confirmed")))
+        }
+    }
 }
 
 /// A sampled message (`CreateMessageResult`), checked as SECURITY.md §3.8

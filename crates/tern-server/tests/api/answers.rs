@@ -31,6 +31,28 @@ async fn roots(ask: Ask) -> Result<ToolResult, Error> {
     ))
 }
 
+async fn launch(ask: Ask) -> Result<ToolResult, Error> {
+    ask.confirm("go", "Launch?")?.confirmed("the launch")?;
+    Ok(ToolResult::text("launched"))
+}
+
+async fn named(ask: Ask) -> Result<ToolResult, Error> {
+    let p = ask
+        .form::<Profile>("profile", "Who are you?")?
+        .or_tool_error("the profile")?;
+    Ok(ToolResult::text(p.name))
+}
+
+static LAUNCHES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Asks a question that changes on every run: a counter in its message.
+async fn counting(ask: Ask) -> Result<ToolResult, Error> {
+    let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ask.confirm("go", &format!("Launch #{n}?"))?
+        .confirmed("the launch")?;
+    Ok(ToolResult::text("launched"))
+}
+
 async fn round_one(h: &Harness, name: &str) -> (Value, Value) {
     let first = call(name, json!({}), all_caps());
     let r = result(&h.send(&first).await);
@@ -43,7 +65,10 @@ fn harness() -> Harness {
         Server::builder("t", "1")
             .tool("profile", "form", profile)
             .tool("sample", "sampling", sample)
-            .tool("roots", "roots", roots),
+            .tool("roots", "roots", roots)
+            .tool("launch", "confirm", launch)
+            .tool("named", "form or a tool error", named)
+            .tool("counting", "a question that changes", counting),
     )
 }
 
@@ -305,4 +330,113 @@ async fn input_responses_must_be_a_bounded_object() {
         (0..65).map(|i| (format!("k{i}"), json!({}))).collect();
     let (code, _) = error(&answer(&h, "profile", Value::Object(many)).await);
     assert_eq!(code, -32602);
+}
+
+/// The tool error text of a complete result.
+fn tool_error(reply: &(u16, Value)) -> String {
+    let r = result(reply);
+    assert_eq!(r["isError"], true, "{r}");
+    text(r)
+}
+
+#[tokio::test]
+async fn a_confirmation_is_a_form_of_one_boolean_with_four_outcomes() {
+    let h = harness();
+    let first = call("launch", json!({}), all_caps());
+    let r = result(&h.send(&first).await);
+    assert_eq!(
+        r["inputRequests"]["go"],
+        json!({"method": "elicitation/create", "params": {"mode": "form", "message": "Launch?",
+            "requestedSchema": {"type": "object",
+                "properties": {"confirm": {"type": "boolean", "title": "Confirm"}},
+                "required": ["confirm"]}}})
+    );
+    let yes = answer(
+        &h,
+        "launch",
+        json!({"go": accept(json!({"confirm": true}))}),
+    )
+    .await;
+    assert_eq!(text(result(&yes)), "launched");
+    let no = answer(
+        &h,
+        "launch",
+        json!({"go": accept(json!({"confirm": false}))}),
+    )
+    .await;
+    assert_eq!(tool_error(&no), "the launch was not confirmed");
+    let declined = answer(&h, "launch", json!({"go": {"action": "decline"}})).await;
+    assert_eq!(tool_error(&declined), "the launch was declined");
+    let cancelled = answer(&h, "launch", json!({"go": {"action": "cancel"}})).await;
+    assert_eq!(tool_error(&cancelled), "the launch was cancelled");
+    // The schema holds: an accept without the boolean is refused, naming
+    // the key (MRTR-E-A2).
+    let (code, e) = error(&answer(&h, "launch", json!({"go": accept(json!({}))})).await);
+    assert_eq!(code, -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("go"), "{e}");
+}
+
+#[tokio::test]
+async fn or_tool_error_keeps_decline_and_cancel_apart() {
+    let h = harness();
+    let ok = answer(
+        &h,
+        "named",
+        json!({"profile": accept(json!({"name": "Ada"}))}),
+    )
+    .await;
+    assert_eq!(text(result(&ok)), "Ada");
+    let declined = answer(&h, "named", json!({"profile": {"action": "decline"}})).await;
+    assert_eq!(tool_error(&declined), "the profile was declined");
+    let cancelled = answer(&h, "named", json!({"profile": {"action": "cancel"}})).await;
+    assert_eq!(tool_error(&cancelled), "the profile was cancelled");
+}
+
+/// The log lines written while it lives, for one thread's tests.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_question_that_changes_between_rounds_is_asked_again_and_said_why() {
+    // MRTR-S8: the answer to "Launch #0?" does not count for "Launch #1?".
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let h = harness();
+    let (first, state) = round_one(&h, "counting").await;
+    let asked = |r: &Value| r["inputRequests"]["go"]["params"]["message"].clone();
+    let again = result(
+        &h.send(&retry(
+            &first,
+            Some(&state),
+            json!({"go": accept(json!({"confirm": true}))}),
+        ))
+        .await,
+    );
+    assert_eq!(again["resultType"], "input_required", "{again}");
+    let n: u32 = asked(&again).as_str().unwrap()[8..]
+        .trim_end_matches('?')
+        .parse()
+        .unwrap();
+    assert!(n >= 1, "{again}");
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let line = logged
+        .lines()
+        .find(|l| l.contains("changed since the round that asked it"))
+        .unwrap_or_else(|| panic!("no warning in:\n{logged}"));
+    assert!(line.contains("WARN") && line.contains("key=go"), "{line}");
 }
