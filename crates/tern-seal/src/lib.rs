@@ -18,6 +18,9 @@
 //!   (SECURITY.md §3.4).
 //! - [`ReplayStore`] is the single-use contract, with [`MemoryReplayStore`]
 //!   as the in-process backend (SECURITY.md §3.9).
+//! - [`TaskStore`] is the shared task directory of a fleet (tasks run on
+//!   one instance, any instance answers for them), with
+//!   [`MemoryTaskStore`] as the in-process backend.
 //!
 //! Every function that depends on time takes `now` as an argument; the only
 //! clock read in this crate is the replay store's own marker clock.
@@ -43,6 +46,7 @@ mod keyfile;
 mod keys;
 mod random;
 mod replay;
+mod tasks;
 
 // The public surface, one name per type.
 pub use envelope::{Binding, Claims, MAX_TOKEN_CHARS, OpenError, OpenPolicy, Opened, SealError};
@@ -54,4 +58,8 @@ pub use replay::{
     BoxFuture, ConsumeKey, Consumed, DEFAULT_MEMORY_CAPACITY, DEFAULT_MEMORY_RESULT_BUDGET,
     Durability, MAX_RESULT_BYTES, MemoryReplayStore, ReplayStore, StoreError, StoredResult,
     check_result_size,
+};
+pub use tasks::{
+    DEFAULT_MEMORY_TASKS, MAX_TASK_ANSWERS, MAX_TASK_ID_BYTES, MemoryTaskStore, TaskEntry,
+    TaskStore,
 };

@@ -476,7 +476,7 @@ impl MemoryReplayStore {
 }
 
 /// The store's own monotonic clock.
-fn clock() -> Instant {
+pub(crate) fn clock() -> Instant {
     #[expect(
         clippy::disallowed_methods,
         reason = "the replay store counts marker TTLs on its own clock (SECURITY.md §3.9)"

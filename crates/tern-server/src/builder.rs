@@ -32,6 +32,7 @@ pub struct ServerBuilder {
     authorize: Option<Authorize>,
     app_state: Option<Arc<dyn Any + Send + Sync>>,
     replay: Option<Arc<dyn ReplayStore>>,
+    task_store: Option<Arc<dyn tern_seal::TaskStore>>,
     instances: u32,
 }
 
@@ -71,6 +72,7 @@ impl Server {
             authorize: None,
             app_state: None,
             replay: None,
+            task_store: None,
             instances: 1,
         }
     }
@@ -188,8 +190,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Where tasks are kept so that any instance answers for them (default:
+    /// none, each instance holds its own). With more than one
+    /// [instance](Self::instances) and a task tool, it must be shared: a
+    /// client's `tasks/get` may reach any instance.
+    #[must_use]
+    pub fn task_store(mut self, store: Arc<dyn tern_seal::TaskStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
     /// Declares how many instances serve this deployment. With more than
-    /// one, the replay store must be shared (SECURITY.md §3.9).
+    /// one, the replay store must be shared (SECURITY.md §3.9), and so must
+    /// the task store when a tool runs as a task.
     #[must_use]
     pub fn instances(mut self, n: u32) -> Self {
         self.instances = n;
@@ -219,6 +232,20 @@ impl ServerBuilder {
             skew: self.config.skew,
         };
         check_deployment(&deployment).map_err(|e| BuildError::new(e.to_string()))?;
+        if self.instances > 1
+            && self.registry.has_tasks()
+            && self
+                .task_store
+                .as_ref()
+                .is_none_or(|s| s.durability() != tern_seal::Durability::Shared)
+        {
+            return Err(BuildError::new(
+                "a task tool on several instances needs a shared task store: a client's tasks/get may reach any instance",
+            ));
+        }
+        if self.config.tasks.lease.is_zero() {
+            return Err(BuildError::new("the task lease must be at least 1 s"));
+        }
         if self.config.max_rounds == 0 {
             return Err(BuildError::new("max_rounds must be at least 1"));
         }
@@ -262,7 +289,11 @@ impl ServerBuilder {
                 instructions: self.instructions,
                 registry: RwLock::new(Arc::new(self.registry)),
                 changes,
-                tasks: crate::tasks::Tasks::new(self.config.tasks.clone(), self.clock.clone()),
+                tasks: crate::tasks::Tasks::new(
+                    self.config.tasks.clone(),
+                    self.clock.clone(),
+                    self.task_store,
+                ),
                 config: self.config,
                 keys: RwLock::new(Arc::new(keys)),
                 resource_id,

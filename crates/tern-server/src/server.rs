@@ -364,6 +364,11 @@ impl Server {
             Admitted::Flow(a, flow, reg) => {
                 self.invoke(a, flow, headers, principal, sink, &reg).await
             }
+            Admitted::Task(a) => {
+                let mut result = Box::pin(self.task_method(&a, &principal)).await?;
+                stamp_complete(&mut result, Some(&self.inner.info));
+                Ok(Some(result))
+            }
         }
     }
 
@@ -395,11 +400,7 @@ impl Server {
                 Ok(Admitted::Done(result))
             }
             Method::SubscriptionsListen => Ok(Admitted::Listen(a, reg)),
-            m if m.is_task() => {
-                let mut result = self.task_method(&a, principal)?;
-                stamp_complete(&mut result, Some(&self.inner.info));
-                Ok(Admitted::Done(result))
-            }
+            m if m.is_task() => Ok(Admitted::Task(a)),
             Method::CompletionComplete => {
                 let handler = reg
                     .completion
@@ -657,6 +658,9 @@ enum Admitted {
     Complete(Accepted, Arc<dyn ErasedHandler>),
     /// A multi round-trip method.
     Flow(Accepted, FlowMethod, Arc<Registry>),
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` (a fleet's store may
+    /// be read).
+    Task(Accepted),
 }
 
 #[cfg(test)]

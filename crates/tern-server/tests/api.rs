@@ -12,6 +12,7 @@ mod api {
     mod single_use;
     mod state;
     mod support;
+    mod task_fleet;
     mod tasks;
     mod url;
 }

@@ -104,9 +104,16 @@ impl Asked {
     /// a sample's content, the roots), without typing it: what a round
     /// delivered outside a handler's run is checked before it is kept.
     pub(crate) fn check(&self, answer: &Value) -> Result<(), McpError> {
-        let question = need::Question::Built(self.request.clone());
-        parse::parse_relayed(&self.key, &question, answer).map(drop)
+        check_relayed(&self.key, &self.request, answer)
     }
+}
+
+/// Checks `answer` as the answer to `request` asked under `key`, by its
+/// kind's parser (what [`Asked::check`] does where only the request was
+/// kept, as a fleet's task store keeps it).
+pub(crate) fn check_relayed(key: &str, request: &Value, answer: &Value) -> Result<(), McpError> {
+    let question = need::Question::Built(request.clone());
+    parse::parse_relayed(key, &question, answer).map(drop)
 }
 
 /// An input key the previous round asked, as its state records it.

@@ -321,6 +321,7 @@ impl Server {
         if let Some((principal, caps)) = as_task {
             return self
                 .create_task(body, principal, caps.clone(), ceiling)
+                .await
                 .map(Ran::Created);
         }
         let scope = TaskScope {
@@ -332,8 +333,9 @@ impl Server {
     }
 
     /// Creates the task that runs `body` for `principal`, and answers the
-    /// call with it. The task is in the table before the answer leaves.
-    fn create_task(
+    /// call with it. The task is in the table (and a fleet's store) before
+    /// the answer leaves.
+    async fn create_task(
         &self,
         body: TaskBody,
         principal: &Principal,
@@ -346,6 +348,10 @@ impl Server {
             .collect();
         let tasks = &self.inner.tasks;
         let created = tasks.create(&id, principal, self.metrics())?;
+        if let Err(e) = tasks.publish(&id).await {
+            tasks.cancel_owned(&id, self.metrics());
+            return Err(e);
+        }
         let round = Arc::new(task::TaskRound {
             server: self.clone(),
             id: id.clone(),
@@ -361,17 +367,20 @@ impl Server {
         let handle = tokio::spawn(
             async move {
                 let ran = std::panic::AssertUnwindSafe(run).catch_unwind().await;
-                server.end_task(&task_id, ran);
+                server.end_task(&task_id, ran).await;
             }
             .instrument(span),
         );
         tasks.set_abort(&id, handle.abort_handle());
+        if tasks.shared().is_some() {
+            crate::tasks::watch(self.clone(), id);
+        }
         Ok(created)
     }
 
     /// Records how a task's body ended: a result (a tool error is one,
     /// TOOL-S11) or a JSON-RPC error, internal detail logged, not kept.
-    fn end_task(&self, id: &str, ran: Result<Outcome, Box<dyn std::any::Any + Send>>) {
+    async fn end_task(&self, id: &str, ran: Result<Outcome, Box<dyn std::any::Any + Send>>) {
         let ended = match ran {
             Ok(outcome) => self.finished(Method::ToolsCall, outcome),
             Err(panic) => Err(self.panicked(panic.as_ref())),
@@ -403,6 +412,9 @@ impl Server {
                 );
                 self.inner.tasks.finish(id, "error", error, metrics);
             }
+        }
+        if let Err(e) = self.inner.tasks.publish(id).await {
+            tracing::warn!(error = %e, "task record not written");
         }
     }
 }

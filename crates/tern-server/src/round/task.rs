@@ -73,7 +73,17 @@ impl TaskRound {
     }
 
     pub(crate) fn status(&self, message: String) {
-        self.server.inner.tasks.set_message(&self.id, message);
+        let tasks = &self.server.inner.tasks;
+        tasks.set_message(&self.id, message);
+        if tasks.shared().is_some() {
+            // The body goes on; the record follows (the latest state wins).
+            let (server, id) = (self.server.clone(), self.id.clone());
+            tokio::spawn(async move {
+                if let Err(e) = server.inner.tasks.publish(&id).await {
+                    tracing::warn!(error = %e, "task record not written");
+                }
+            });
+        }
     }
 
     pub(crate) fn capabilities(&self) -> &ClientCapabilities {
@@ -114,6 +124,7 @@ impl Delivery for &TaskRound {
             .collect();
         let tasks = &server.inner.tasks;
         let rx = tasks.open_round(&self.id, questions, check)?;
+        tasks.publish(&self.id).await?;
         let wait = tasks.limits().input_wait;
         let answers = match tokio::time::timeout(wait, rx).await {
             Ok(Ok(answers)) => answers,

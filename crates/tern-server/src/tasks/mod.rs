@@ -16,6 +16,7 @@
 //! pinned to the keys asked (ARCHITECTURE.md "Rounds": the task phase is
 //! one more delivery, [`crate::round::task`]).
 
+mod shared;
 pub(crate) mod table;
 mod wire;
 
@@ -26,6 +27,7 @@ use std::time::Duration;
 use tern_proto::McpError;
 use tern_types::ClientCapabilities;
 
+pub(crate) use shared::watch;
 pub(crate) use table::{TaskId, Tasks};
 
 use crate::ask::{Ask, NeedSet};
@@ -76,6 +78,10 @@ pub struct TaskLimits {
     pub max_result_bytes: usize,
     /// The `pollIntervalMs` suggested to clients (default 500 ms).
     pub poll_interval: Duration,
+    /// In a fleet (a shared task store), how long a task's record vouches
+    /// for its instance (default 30 s, renewed every third of it). When
+    /// the instance dies, the task reads as `failed` once this lapses.
+    pub lease: Duration,
 }
 
 impl Default for TaskLimits {
@@ -87,6 +93,7 @@ impl Default for TaskLimits {
             input_wait: Duration::from_secs(600),
             max_result_bytes: 1024 * 1024,
             poll_interval: Duration::from_millis(500),
+            lease: Duration::from_secs(30),
         }
     }
 }

@@ -13,9 +13,13 @@ use serde_json::{Map, Value, json};
 use tern_proto::{McpError, Principal};
 use tokio::sync::oneshot;
 
+use tern_seal::TaskStore;
+
 use super::TaskLimits;
+use super::shared::{self, Shared};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
+use crate::state::principal_fingerprint;
 
 /// A task id: 128 random bits in hex, unguessable (the tasks extension's
 /// ids are bearer references; they are also bound to their principal).
@@ -42,7 +46,19 @@ impl Status {
         }
     }
 
-    fn terminal(self) -> bool {
+    pub(crate) fn parse(s: &str) -> Option<Status> {
+        [
+            Status::Working,
+            Status::InputRequired,
+            Status::Completed,
+            Status::Failed,
+            Status::Cancelled,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    pub(crate) fn terminal(self) -> bool {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
 }
@@ -73,6 +89,11 @@ struct Open {
 
 struct Record {
     principal: Principal,
+    /// The principal's fingerprint, hex: what a fleet's store records.
+    fingerprint: String,
+    /// Held while the record is written to a fleet's store, so writes of
+    /// one task do not overtake each other.
+    publishing: Arc<tokio::sync::Mutex<()>>,
     status: Status,
     message: Option<String>,
     created: u64,
@@ -100,12 +121,15 @@ pub(crate) struct Tasks {
     table: Mutex<HashMap<TaskId, Record>>,
     limits: TaskLimits,
     clock: Arc<dyn Clock>,
+    /// A fleet's store, when tasks are shared across instances.
+    shared: Option<Shared>,
 }
 
 impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tasks")
             .field("limits", &self.limits)
+            .field("shared", &self.shared)
             .finish()
     }
 }
@@ -139,12 +163,22 @@ pub(crate) fn iso8601(secs: u64) -> String {
 }
 
 impl Tasks {
-    pub(crate) fn new(limits: TaskLimits, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(
+        limits: TaskLimits,
+        clock: Arc<dyn Clock>,
+        store: Option<Arc<dyn TaskStore>>,
+    ) -> Self {
         Tasks {
             table: Mutex::new(HashMap::new()),
             limits,
             clock,
+            shared: store.map(|store| Shared { store }),
         }
+    }
+
+    /// The fleet's store, when there is one.
+    pub(crate) fn shared(&self) -> Option<&Shared> {
+        self.shared.as_ref()
     }
 
     pub(crate) fn limits(&self) -> &TaskLimits {
@@ -224,6 +258,8 @@ impl Tasks {
             id.to_owned(),
             Record {
                 principal: principal.clone(),
+                fingerprint: hex(&principal_fingerprint(principal)),
+                publishing: Arc::default(),
                 status: Status::Working,
                 message: None,
                 created: now,
@@ -252,8 +288,26 @@ impl Tasks {
         }
     }
 
-    /// The task as `tasks/get` shows it, for its own principal only.
-    pub(crate) fn get(
+    /// The task as `tasks/get` shows it, for its own principal only: from
+    /// the fleet's store when there is one (answers posted on any instance
+    /// count), else from this instance's table.
+    pub(crate) async fn get(
+        &self,
+        id: &str,
+        principal: &Principal,
+        metrics: &Metrics,
+    ) -> Result<Map<String, Value>, McpError> {
+        match &self.shared {
+            Some(shared) => {
+                let now = self.clock.now();
+                let fp = hex(&principal_fingerprint(principal));
+                Ok(shared.seen(id, &fp, now).await?.view(now))
+            }
+            None => self.local_get(id, principal, metrics),
+        }
+    }
+
+    fn local_get(
         &self,
         id: &str,
         principal: &Principal,
@@ -320,25 +374,73 @@ impl Tasks {
         Ok(rx)
     }
 
-    /// First half of `tasks/update`: the answers to keys still open, merged
-    /// with those already in, to be checked outside the lock. `None` when
-    /// nothing applies (no open round, a finished task, no open key): the
-    /// update is acknowledged and ignored.
-    pub(crate) fn to_check(
+    /// `tasks/update`: answers to open keys are checked and recorded before
+    /// this returns (a `tasks/get` right after sees them), on the instance
+    /// that runs the task or, in a fleet, posted for it.
+    pub(crate) async fn update(
         &self,
         id: &str,
         principal: &Principal,
         responses: &Map<String, Value>,
-    ) -> Result<Option<ToCheck>, McpError> {
-        let table = self.lock();
-        let r = owned(&table, id, principal)?;
-        let Some(open) = r
+    ) -> Result<(), McpError> {
+        let local = {
+            let table = self.lock();
+            match owned(&table, id, principal) {
+                Ok(r) => Ok(Self::to_check(r, responses)),
+                Err(e) => Err(e),
+            }
+        };
+        match (local, &self.shared) {
+            (Ok(check), _) => {
+                if let Some(c) = check {
+                    self.apply(id, c)?;
+                    self.publish(id).await?;
+                }
+                Ok(())
+            }
+            (Err(_), Some(shared)) => {
+                let now = self.clock.now();
+                let fp = hex(&principal_fingerprint(principal));
+                let seen = shared.seen(id, &fp, now).await?;
+                shared.update(id, &seen, responses, now).await
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// Answers posted for a task this instance runs, by another instance
+    /// of the fleet (already checked there, checked again here): applied
+    /// when they answer open keys. Whether anything changed.
+    pub(crate) fn take_posted(&self, id: &str, posted: &[(String, Vec<u8>)]) -> bool {
+        let responses: Map<String, Value> = posted
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), serde_json::from_slice(v).ok()?)))
+            .collect();
+        let check = {
+            let table = self.lock();
+            table.get(id).and_then(|r| Self::to_check(r, &responses))
+        };
+        let Some(c) = check else {
+            return false;
+        };
+        match self.apply(id, c) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "an answer posted for the task was refused");
+                false
+            }
+        }
+    }
+
+    /// First half of an update: the answers to keys still open, merged
+    /// with those already in, to be checked outside the lock. `None` when
+    /// nothing applies (no open round, a finished task, no open key): the
+    /// update is acknowledged and ignored.
+    fn to_check(r: &Record, responses: &Map<String, Value>) -> Option<ToCheck> {
+        let open = r
             .open
             .as_ref()
-            .filter(|_| r.status == Status::InputRequired)
-        else {
-            return Ok(None);
-        };
+            .filter(|_| r.status == Status::InputRequired)?;
         let mut merged = open.answers.clone();
         let mut answered = Vec::new();
         for q in &open.questions {
@@ -351,19 +453,19 @@ impl Tasks {
             }
         }
         if answered.is_empty() {
-            return Ok(None);
+            return None;
         }
-        Ok(Some(ToCheck {
+        Some(ToCheck {
             n: open.n,
             merged,
             check: open.check.clone(),
             answered,
-        }))
+        })
     }
 
-    /// Second half of `tasks/update`: checks the answers, then records
-    /// them; when the round is complete the body wakes with them.
-    pub(crate) fn apply(&self, id: &str, c: ToCheck) -> Result<(), McpError> {
+    /// Second half of an update: checks the answers, then records them;
+    /// when the round is complete the body wakes with them.
+    fn apply(&self, id: &str, c: ToCheck) -> Result<(), McpError> {
         (c.check)(&c.merged)?;
         let mut table = self.lock();
         let Some(r) = table.get_mut(id) else {
@@ -396,15 +498,37 @@ impl Tasks {
     }
 
     /// `tasks/cancel`: a running task ends `cancelled` and its body stops;
-    /// a finished one is left as it is.
-    pub(crate) fn cancel(
+    /// a finished one is left as it is. In a fleet, a task another
+    /// instance runs gets the cancel flag its owner looks for.
+    pub(crate) async fn cancel(
         &self,
         id: &str,
         principal: &Principal,
         metrics: &Metrics,
     ) -> Result<(), McpError> {
-        let (mut table, now) = self.swept(metrics);
-        owned(&table, id, principal)?;
+        let local = {
+            let (table, _) = self.swept(metrics);
+            owned(&table, id, principal).map(drop)
+        };
+        match (local, &self.shared) {
+            (Ok(()), _) => {
+                self.cancel_owned(id, metrics);
+                self.publish(id).await
+            }
+            (Err(_), Some(shared)) => {
+                let now = self.clock.now();
+                let fp = hex(&principal_fingerprint(principal));
+                let seen = shared.seen(id, &fp, now).await?;
+                shared.cancel(id, &seen, now).await
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// Ends a task this instance runs `cancelled`, unless it has ended.
+    pub(crate) fn cancel_owned(&self, id: &str, metrics: &Metrics) {
+        let now = self.clock.now();
+        let mut table = self.lock();
         if let Some(r) = table.get_mut(id).filter(|r| !r.status.terminal()) {
             if let Some(a) = r.abort.take() {
                 a.abort();
@@ -414,7 +538,65 @@ impl Tasks {
             r.updated = now;
             metrics.task_ended("cancelled", secs(now.saturating_sub(r.created)));
         }
-        Ok(())
+    }
+
+    /// Whether this instance runs `id` and it has not ended.
+    pub(crate) fn running(&self, id: &str) -> bool {
+        self.lock().get(id).is_some_and(|r| !r.status.terminal())
+    }
+
+    /// Writes the task's record to the fleet's store (nothing without
+    /// one). Awaited before a change is acknowledged, so every instance
+    /// sees it; the record is read when the write starts, so of writes
+    /// racing the last one carries the latest state.
+    pub(crate) async fn publish(&self, id: &str) -> Result<(), McpError> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        let Some(lock) = self.lock().get(id).map(|r| r.publishing.clone()) else {
+            return Ok(());
+        };
+        let _held = lock.lock().await;
+        let Some((record, ttl)) = self.record(id) else {
+            return Ok(());
+        };
+        shared
+            .store
+            .put(id, record, ttl)
+            .await
+            .map_err(shared::store_error)
+    }
+
+    /// The record of `id` as a fleet's store keeps it, and its time left.
+    fn record(&self, id: &str) -> Option<(Vec<u8>, Duration)> {
+        let now = self.clock.now();
+        let table = self.lock();
+        let r = table.get(id)?;
+        let mut task = envelope(id, r, &self.limits);
+        if let Some((field, value)) = &r.outcome {
+            task.insert((*field).into(), value.clone());
+        }
+        let open = r
+            .open
+            .as_ref()
+            .filter(|_| r.status == Status::InputRequired)
+            .map(|open| {
+                open.questions
+                    .iter()
+                    .filter(|q| !open.answers.contains_key(&q.key))
+                    .map(|q| (q.wire.clone(), q.request.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let lease = self.limits.lease.as_secs().max(1);
+        let record = shared::Record {
+            principal: r.fingerprint.clone(),
+            lease: now.saturating_add(lease),
+            expires: r.expires,
+            task,
+            open,
+        };
+        Some((record.encode(), shared::remaining(r.expires, now)))
     }
 
     /// Sets the status message.
@@ -445,6 +627,10 @@ impl Tasks {
         r.updated = now;
         metrics.task_ended(status.as_str(), secs(now.saturating_sub(r.created)));
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn secs(s: u64) -> Duration {

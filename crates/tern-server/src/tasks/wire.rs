@@ -16,7 +16,7 @@ use crate::server::Server;
 impl Server {
     /// Answers one of the tasks methods; the result is stamped by the
     /// caller.
-    pub(crate) fn task_method(
+    pub(crate) async fn task_method(
         &self,
         a: &Accepted,
         principal: &Principal,
@@ -29,12 +29,17 @@ impl Server {
             .get("taskId")
             .and_then(Value::as_str)
             .ok_or_else(|| McpError::invalid_params("params.taskId must be a string"))?;
+        // Ids this server issues are 32 hex digits; anything else is
+        // unknown before a table or a store sees it.
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(super::table::unknown());
+        }
         let tasks = &self.inner.tasks;
         let metrics = self.metrics();
         match a.method {
-            Method::TasksGet => tasks.get(id, principal, metrics),
+            Method::TasksGet => tasks.get(id, principal, metrics).await,
             Method::TasksCancel => {
-                tasks.cancel(id, principal, metrics)?;
+                tasks.cancel(id, principal, metrics).await?;
                 Ok(Map::new())
             }
             Method::TasksUpdate => {
@@ -52,9 +57,7 @@ impl Server {
                 }
                 // Applied before the acknowledgement leaves: a `tasks/get`
                 // right after it sees the answers.
-                if let Some(c) = tasks.to_check(id, principal, responses)? {
-                    tasks.apply(id, c)?;
-                }
+                tasks.update(id, principal, responses).await?;
                 Ok(Map::new())
             }
             other => Err(McpError::Internal(format!("{other} is not a tasks method"))),

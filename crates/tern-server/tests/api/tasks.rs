@@ -16,18 +16,18 @@ use tern_server::{
 
 use super::support::{Approval, Harness, Profile, accept, error, meta, result};
 
-const EXT: &str = "io.modelcontextprotocol/tasks";
+pub(super) const EXT: &str = "io.modelcontextprotocol/tasks";
 
-fn caps() -> Value {
+pub(super) fn caps() -> Value {
     json!({"elicitation": {"form": {}}, "extensions": {EXT: {}}})
 }
 
-fn call(name: &str, caps: Value) -> Value {
+pub(super) fn call(name: &str, caps: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
            "params": {"_meta": meta(caps), "name": name, "arguments": {}}})
 }
 
-fn task_req(method: &str, id: &str, extra: Value) -> Value {
+pub(super) fn task_req(method: &str, id: &str, extra: Value) -> Value {
     let mut params = json!({"_meta": meta(caps()), "taskId": id});
     if let Value::Object(m) = extra {
         params.as_object_mut().unwrap().extend(m);
@@ -35,13 +35,13 @@ fn task_req(method: &str, id: &str, extra: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 }
 
-fn alice() -> Principal {
+pub(super) fn alice() -> Principal {
     Principal::Static {
         secret_id: "alice".into(),
     }
 }
 
-fn bob() -> Principal {
+pub(super) fn bob() -> Principal {
     Principal::Static {
         secret_id: "bob".into(),
     }
@@ -49,7 +49,7 @@ fn bob() -> Principal {
 
 /// A task that asks for an approval, then for a profile, and counts how
 /// often its body started (it must start once).
-fn approval_tool(starts: Arc<AtomicUsize>) -> ToolDef {
+pub(super) fn approval_tool(starts: Arc<AtomicUsize>) -> ToolDef {
     let handler = move |task: Task| {
         let starts = starts.clone();
         async move {
@@ -75,7 +75,7 @@ fn approval_tool(starts: Arc<AtomicUsize>) -> ToolDef {
     ToolDef::new("approve", "asks during the task", handler).task(TaskSupport::Optional)
 }
 
-fn sleeper() -> ToolDef {
+pub(super) fn sleeper() -> ToolDef {
     async fn sleep(task: Task) -> Outcome {
         task.run(|_| async {
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -97,12 +97,12 @@ fn harness(limits: TaskLimits) -> (Harness, Arc<AtomicUsize>) {
     (Harness::new(builder), starts)
 }
 
-async fn get(h: &Harness, who: Principal, id: &str) -> Value {
+pub(super) async fn get(h: &Harness, who: Principal, id: &str) -> Value {
     result(&h.send_as(who, &task_req("tasks/get", id, json!({}))).await)
 }
 
 /// Polls until the task shows `status` (the body runs on the runtime).
-async fn wait_for(h: &Harness, who: Principal, id: &str, status: &str) -> Value {
+pub(super) async fn wait_for(h: &Harness, who: Principal, id: &str, status: &str) -> Value {
     for _ in 0..500 {
         let t = get(h, who.clone(), id).await;
         if t["status"] == status {
@@ -118,7 +118,7 @@ async fn wait_for(h: &Harness, who: Principal, id: &str, status: &str) -> Value 
 
 /// `tasks/update` and `tasks/cancel` answer `{resultType: "complete"}`
 /// (and the server's `_meta`), never a task envelope.
-fn assert_bare_ack(ack: &Value) {
+pub(super) fn assert_bare_ack(ack: &Value) {
     assert_eq!(ack["resultType"], "complete", "{ack}");
     let keys: Vec<&String> = ack.as_object().unwrap().keys().collect();
     assert!(
@@ -127,7 +127,7 @@ fn assert_bare_ack(ack: &Value) {
     );
 }
 
-async fn create(h: &Harness, who: Principal, tool: &str) -> String {
+pub(super) async fn create(h: &Harness, who: Principal, tool: &str) -> String {
     let r = result(&h.send_as(who, &call(tool, caps())).await);
     assert_eq!(r["resultType"], "task", "{r}");
     assert_eq!(r["status"], "working");
