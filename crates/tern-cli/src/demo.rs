@@ -67,6 +67,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         threads: None,
         resource_id: None,
         instances: 1,
+        task_lease_secs: None,
         protect: crate::ProtectArgs::default(),
         budgets: crate::BudgetArgs::default(),
         metrics: None,

@@ -164,6 +164,11 @@ pub(crate) struct ServeArgs {
     /// replay store when above 1).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) instances: u32,
+    /// How long a task's record in the replay store's database vouches for
+    /// the instance running it; when that instance dies, the task reads
+    /// `failed` once this lapses (default 30).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) task_lease_secs: Option<u64>,
     #[command(flatten)]
     pub(crate) protect: ProtectArgs,
     #[command(flatten)]

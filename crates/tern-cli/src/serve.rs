@@ -13,8 +13,11 @@ use tern::http::{
     Anonymous, Authenticate, HttpOptions, JwtAuthenticator, JwtKeys, ProtectedResource, TokenFile,
     TokenTypes,
 };
-use tern::replay::{RedisOptions, RedisReplayStore, SqliteOptions, SqliteReplayStore};
-use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore};
+use tern::replay::{
+    RedisOptions, RedisReplayStore, RedisTaskStore, SqliteOptions, SqliteReplayStore,
+    SqliteTaskStore,
+};
+use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore, TaskStore};
 use tern::server::{Config, Server};
 
 use crate::workload::{self, Logins};
@@ -98,6 +101,24 @@ impl ReplaySpec {
                     .await
                     .map_err(|e| format!("cannot use Redis at {}: {e}", redact(url)))?,
             ),
+        })
+    }
+
+    /// The task store beside the replay store: the same SQLite file or the
+    /// same Redis, so every process sharing one shares the other. In
+    /// memory, each instance keeps its own tasks.
+    async fn open_tasks(&self) -> Result<Option<Arc<dyn TaskStore>>, String> {
+        Ok(match self {
+            Self::Memory => None,
+            Self::Sqlite(path) => Some(Arc::new(
+                SqliteTaskStore::open(path, SqliteOptions::default())
+                    .map_err(|e| format!("cannot open the task store {}: {e}", path.display()))?,
+            )),
+            Self::Redis(url) => Some(Arc::new(
+                RedisTaskStore::connect(url, RedisOptions::default())
+                    .await
+                    .map_err(|e| format!("cannot use Redis at {}: {e}", redact(url)))?,
+            )),
         })
     }
 }
@@ -212,6 +233,11 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
     if args.instances == 0 {
         return Err("--instances must be at least 1".to_owned());
     }
+    match args.task_lease_secs {
+        Some(0) => return Err("--task-lease-secs must be at least 1".to_owned()),
+        Some(secs) => config.tasks.lease = Duration::from_secs(secs),
+        None => {}
+    }
     let ephemeral = args.ephemeral_keys || (args.stdio && args.keys.is_none());
     let replay = match (&args.replay, args.stdio) {
         (Some(spec), _) => ReplaySpec::parse(spec)?,
@@ -246,6 +272,7 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
     }
     // The checks are done: from here on the disk and the network are used.
     let store = replay.open().await?;
+    let tasks = replay.open_tasks().await?;
     let (keys, file_rid) = match &key_path {
         Some((path, _)) => {
             let kf = load_or_create_keys(path)?;
@@ -261,6 +288,9 @@ pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
         .config(config)
         .replay_store(store)
         .instances(args.instances);
+    if let Some(t) = tasks {
+        builder = builder.task_store(t);
+    }
     if let Some(k) = keys {
         builder = builder.keys(k);
     }

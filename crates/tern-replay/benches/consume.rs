@@ -10,8 +10,7 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 #[path = "support/backends.rs"]
 mod backends;
-#[path = "../tests/support/redis_server.rs"]
-mod redis_server;
+use tern_testkit::redis as redis_server;
 
 fn consume(c: &mut Criterion) {
     let rt = backends::runtime();

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 #[path = "support/backends.rs"]
 mod backends;
-#[path = "../tests/support/redis_server.rs"]
-mod redis_server;
+use tern_testkit::redis as redis_server;
 
 const WARM_UP: usize = 200;
 const SAMPLES: usize = 2_000;

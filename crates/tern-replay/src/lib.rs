@@ -17,6 +17,14 @@
 //! idempotency-key pattern), so a replay by the same principal can be
 //! answered with the first use's result instead of a refusal.
 //!
+//! The same two backends hold a fleet's shared task directory
+//! ([`tern_seal::TaskStore`]): [`SqliteTaskStore`] (tables `tern_tasks` and
+//! `tern_task_answers`, in the replay store's file or another) and
+//! [`RedisTaskStore`] (keys `tern:task:v1:{<id>}`, `…:ans`, `…:cancel`),
+//! with the same settings, file mode, eviction check and fail-closed errors,
+//! and values bounded by [`MAX_TASK_RECORD_BYTES`],
+//! [`MAX_TASK_ANSWER_KEY_BYTES`] and [`MAX_TASK_ANSWERS_BYTES`].
+//!
 //! A wrongly accepted replay repeats an irreversible effect (a second
 //! payment); a wrongly refused retry only makes a client restart its flow.
 //! So both backends fail closed: a store that is down, slow or full returns
@@ -44,8 +52,14 @@
 // compile a Redis client, nor a fleet's an embedded SQLite.
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "redis")]
+mod redis_tasks;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_tasks;
+#[cfg(any(feature = "sqlite", feature = "redis"))]
+mod tasks;
 
 // The public surface, one name per type.
 // The startup guards live beside the store contract, so the server
@@ -55,9 +69,15 @@ pub use redis_store::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, KEY_PREFIX, RESULT_KEY_PREFIX,
     RedisConnectError, RedisOptions, RedisReplayStore,
 };
+#[cfg(feature = "redis")]
+pub use redis_tasks::{RedisTaskStore, TASK_KEY_PREFIX};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, SqliteOpenError,
     SqliteOptions, SqliteReplayStore, Synchronous,
 };
+#[cfg(feature = "sqlite")]
+pub use sqlite_tasks::SqliteTaskStore;
+#[cfg(any(feature = "sqlite", feature = "redis"))]
+pub use tasks::{MAX_TASK_ANSWER_KEY_BYTES, MAX_TASK_ANSWERS_BYTES, MAX_TASK_RECORD_BYTES};
 pub use tern_seal::{Deployment, GuardError, check_deployment};

@@ -160,58 +160,68 @@ impl RedisReplayStore {
     /// [`RedisOptions::danger_skip_eviction_policy_check`]);
     /// [`RedisConnectError::Store`] when the server is unreachable.
     pub async fn connect(url: &str, options: RedisOptions) -> Result<Self, RedisConnectError> {
-        let client = redis::Client::open(url).map_err(|e| RedisConnectError::Url(e.to_string()))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(options.connect_timeout))
-            .set_response_timeout(Some(options.command_timeout))
-            .set_number_of_retries(1);
-        let manager = timeout(
-            options.connect_timeout,
-            ConnectionManager::new_with_config(client, config),
-        )
-        .await
-        .map_err(|_| {
-            RedisConnectError::Store(StoreError::Timeout("redis: connect timed out".into()))
-        })?
-        .map_err(|e| RedisConnectError::Store(store_error(&e)))?;
-        let store = Self {
-            manager,
+        Ok(Self {
+            manager: connect_manager(url, &options).await?,
             command_timeout: options.command_timeout,
-        };
-        if !options.danger_skip_eviction_policy_check {
-            store.check_eviction_policy(options.connect_timeout).await?;
-        }
-        Ok(store)
+        })
     }
+}
 
-    /// Refuses a server that may evict live markers (SECURITY.md §3.9,
-    /// startup guards; redis.io "Key eviction").
-    async fn check_eviction_policy(&self, within: Duration) -> Result<(), RedisConnectError> {
-        let mut conn = self.manager.clone();
-        let reply: Vec<String> = timeout(
-            within,
-            redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("maxmemory-policy")
-                .query_async(&mut conn),
-        )
-        .await
-        .map_err(|_| RedisConnectError::PolicyUnknown("CONFIG GET timed out".into()))?
-        .map_err(|e| RedisConnectError::PolicyUnknown(e.to_string()))?;
-        match reply.as_slice() {
-            [name, policy] if name == "maxmemory-policy" => {
-                if policy == "noeviction" {
-                    Ok(())
-                } else {
-                    Err(RedisConnectError::EvictionPolicy {
-                        policy: policy.clone(),
-                    })
-                }
+/// Connects to `url` as every store in this crate does (the connect and
+/// command timeouts of `options`, one retry) and, unless `options` skips
+/// it, refuses a server that may evict keys.
+pub(crate) async fn connect_manager(
+    url: &str,
+    options: &RedisOptions,
+) -> Result<ConnectionManager, RedisConnectError> {
+    let client = redis::Client::open(url).map_err(|e| RedisConnectError::Url(e.to_string()))?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(options.connect_timeout))
+        .set_response_timeout(Some(options.command_timeout))
+        .set_number_of_retries(1);
+    let manager = timeout(
+        options.connect_timeout,
+        ConnectionManager::new_with_config(client, config),
+    )
+    .await
+    .map_err(|_| RedisConnectError::Store(StoreError::Timeout("redis: connect timed out".into())))?
+    .map_err(|e| RedisConnectError::Store(store_error(&e)))?;
+    if !options.danger_skip_eviction_policy_check {
+        check_eviction_policy(&manager, options.connect_timeout).await?;
+    }
+    Ok(manager)
+}
+
+/// Refuses a server that may evict live markers, or tasks (SECURITY.md
+/// §3.9, startup guards; redis.io "Key eviction").
+async fn check_eviction_policy(
+    manager: &ConnectionManager,
+    within: Duration,
+) -> Result<(), RedisConnectError> {
+    let mut conn = manager.clone();
+    let reply: Vec<String> = timeout(
+        within,
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory-policy")
+            .query_async(&mut conn),
+    )
+    .await
+    .map_err(|_| RedisConnectError::PolicyUnknown("CONFIG GET timed out".into()))?
+    .map_err(|e| RedisConnectError::PolicyUnknown(e.to_string()))?;
+    match reply.as_slice() {
+        [name, policy] if name == "maxmemory-policy" => {
+            if policy == "noeviction" {
+                Ok(())
+            } else {
+                Err(RedisConnectError::EvictionPolicy {
+                    policy: policy.clone(),
+                })
             }
-            other => Err(RedisConnectError::PolicyUnknown(format!(
-                "unexpected CONFIG GET reply {other:?}"
-            ))),
         }
+        other => Err(RedisConnectError::PolicyUnknown(format!(
+            "unexpected CONFIG GET reply {other:?}"
+        ))),
     }
 }
 
@@ -327,7 +337,7 @@ fn result_key(key: &ConsumeKey) -> String {
 
 /// A reply's shape without its content: a stray value may be someone's
 /// data, and errors end up in logs.
-fn describe(value: &Value) -> String {
+pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::BulkString(bytes) => format!("{} bytes", bytes.len()),
         Value::Int(_) => "an integer".into(),
@@ -338,13 +348,13 @@ fn describe(value: &Value) -> String {
 
 /// Whole milliseconds for `PX`, rounded up so a marker never lives shorter
 /// than asked, and at least 1 (Redis rejects `PX 0`).
-fn px(ttl: Duration) -> u64 {
+pub(crate) fn px(ttl: Duration) -> u64 {
     let ms = ttl.as_nanos().div_ceil(1_000_000).max(1);
     u64::try_from(ms).unwrap_or(u64::MAX)
 }
 
 /// Maps a Redis failure onto the contract: every one fails closed.
-fn store_error(e: &RedisError) -> StoreError {
+pub(crate) fn store_error(e: &RedisError) -> StoreError {
     if e.is_timeout() {
         StoreError::Timeout(format!("redis: {e}"))
     } else if e.code() == Some("OOM") {

@@ -255,13 +255,7 @@ impl SqliteReplayStore {
     /// This blocks on the disk; call it at startup.
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, SqliteOpenError> {
         let path = path.as_ref().to_path_buf();
-        let file = create_private(&path)?;
-        check_mode(&path, &file)?;
-        drop(file);
-        let conn = configure(&path, &options).map_err(|e| SqliteOpenError::Database {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let conn = open_connection(&path, &options, SCHEMA)?;
         let (jobs, queue) = mpsc::channel();
         let mut worker = Worker {
             conn,
@@ -367,6 +361,24 @@ impl ReplayStore for SqliteReplayStore {
     }
 }
 
+/// Opens the file at `path` as every store in this crate does (created
+/// 0600, refused when others may write it, WAL, the busy timeout and
+/// durability of `options`) and creates `schema`'s tables in it. Shared by
+/// the stores that may live in one file, each with tables of its own.
+pub(crate) fn open_connection(
+    path: &Path,
+    options: &SqliteOptions,
+    schema: &str,
+) -> Result<Connection, SqliteOpenError> {
+    let file = create_private(path)?;
+    check_mode(path, &file)?;
+    drop(file);
+    configure(path, options, schema).map_err(|e| SqliteOpenError::Database {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
 /// Creates the file owner-only before SQLite sees it, so there is no moment
 /// when it exists with the umask's wider mode. SQLite gives its `-wal` and
 /// `-shm` files the main file's mode.
@@ -401,7 +413,7 @@ fn check_mode(path: &Path, file: &File) -> Result<(), SqliteOpenError> {
     Ok(())
 }
 
-fn configure(path: &Path, options: &SqliteOptions) -> rusqlite::Result<Connection> {
+fn configure(path: &Path, options: &SqliteOptions, schema: &str) -> rusqlite::Result<Connection> {
     // The file exists already (created above with mode 0600); not asking
     // SQLite to create it keeps a race from handing it a different file.
     let conn = Connection::open_with_flags(
@@ -418,7 +430,7 @@ fn configure(path: &Path, options: &SqliteOptions) -> rusqlite::Result<Connectio
         )));
     }
     conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
-    conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(schema)?;
     Ok(conn)
 }
 
@@ -625,7 +637,7 @@ impl Worker {
 }
 
 /// Maps SQLite's failures onto the contract: every one fails closed.
-fn store_error(e: rusqlite::Error) -> StoreError {
+pub(crate) fn store_error(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
             StoreError::Timeout(format!("sqlite: {e}"))
@@ -637,18 +649,19 @@ fn store_error(e: rusqlite::Error) -> StoreError {
 
 /// Whole milliseconds, rounded up so a marker never lives shorter than asked,
 /// saturating far beyond any real TTL.
-fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     let ms = d.as_nanos().div_ceil(1_000_000);
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 /// The store's own clock: Unix milliseconds. A clock before 1970 fails
 /// closed: markers written then would expire at once when it is corrected.
+/// The task store counts its TTLs on the same clock.
 #[expect(
     clippy::disallowed_methods,
-    reason = "the replay store counts marker TTLs on its own clock (SECURITY.md §3.9)"
+    reason = "the SQLite stores count marker and task TTLs on their own clock (SECURITY.md §3.9)"
 )]
-fn unix_millis() -> Result<i64, StoreError> {
+pub(crate) fn unix_millis() -> Result<i64, StoreError> {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|_| StoreError::Unavailable("system clock is before 1970".into()))?;

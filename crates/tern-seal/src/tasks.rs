@@ -33,7 +33,8 @@ pub struct TaskEntry {
     /// The record its owner last wrote with [`TaskStore::put`].
     pub record: Vec<u8>,
     /// Answers posted with [`TaskStore::answer`], by key, the first posted
-    /// under a key kept.
+    /// under a key kept; in an order each backend documents (callers look
+    /// answers up by key).
     pub answers: Vec<(String, Vec<u8>)>,
     /// Whether [`TaskStore::cancel`] was called.
     pub cancelled: bool,

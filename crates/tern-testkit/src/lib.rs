@@ -4,5 +4,6 @@
 //! crate's tests exercise the same doubles.
 
 pub mod provider;
+pub mod redis;
 pub mod request;
 pub mod transport;

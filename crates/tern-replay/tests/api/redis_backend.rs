@@ -19,7 +19,7 @@ use crate::util::fresh_key;
 
 /// Starts a server with `extra` arguments; a server that cannot start fails
 /// the test.
-fn server(extra: &[&str]) -> RedisServer {
+pub(crate) fn server(extra: &[&str]) -> RedisServer {
     match RedisServer::start(extra) {
         Ok(server) => server,
         Err(StartError::Missing) => {

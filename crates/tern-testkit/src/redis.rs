@@ -10,11 +10,11 @@ use std::thread::sleep;
 use std::time::Duration;
 
 /// The binary started by [`RedisServer::start`].
-pub(crate) const BINARY: &str = "redis-server";
+pub const BINARY: &str = "redis-server";
 
 /// Why no server could be started.
 #[derive(Debug)]
-pub(crate) enum StartError {
+pub enum StartError {
     /// `redis-server` is not on the `PATH`.
     Missing,
     /// It is installed but never answered `PING`.
@@ -22,14 +22,14 @@ pub(crate) enum StartError {
 }
 
 /// A running `redis-server`, killed on drop.
-pub(crate) struct RedisServer {
+pub struct RedisServer {
     child: Child,
     port: u16,
 }
 
 impl RedisServer {
     /// Starts a server with the default test settings plus `extra` arguments.
-    pub(crate) fn start(extra: &[&str]) -> Result<Self, StartError> {
+    pub fn start(extra: &[&str]) -> Result<Self, StartError> {
         let mut last = String::new();
         // Another process may take the free port between our probe and the
         // server's bind; a few attempts make that harmless.
@@ -62,12 +62,12 @@ impl RedisServer {
     }
 
     /// The `redis://` URL of this server.
-    pub(crate) fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
     /// Kills the server now, keeping the handle (and its port) around.
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -80,7 +80,7 @@ impl Drop for RedisServer {
 }
 
 /// A loopback port nothing listens on right now.
-pub(crate) fn free_port() -> std::io::Result<u16> {
+pub fn free_port() -> std::io::Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     Ok(listener.local_addr()?.port())
 }
