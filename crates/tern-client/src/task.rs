@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tern_types::{ErrorObject, InputRequest, InputRequests, methods};
+use tern_types::{ErrorObject, InputRequest, InputRequests, InputResponses, methods};
 
 use crate::Error;
 use crate::client::{Client, parse_result};
@@ -122,6 +122,12 @@ impl TaskStatus {
     /// Whether the task has ended.
     pub fn is_terminal(&self) -> bool {
         matches!(self.status.as_str(), "completed" | "failed" | "cancelled")
+    }
+
+    /// How long to wait before the next poll: the server's suggestion,
+    /// held between 100 ms and 10 s (1 s when it gives none).
+    pub fn next_poll(&self) -> Duration {
+        poll_interval(self.poll_interval_ms)
     }
 }
 
@@ -244,6 +250,22 @@ impl Client {
         read_status(self, task_id, &r)
     }
 
+    /// `tasks/update`: answers the task's open questions, under their keys.
+    pub async fn update_task(
+        &self,
+        task_id: &str,
+        responses: &InputResponses,
+        opts: &CallOptions,
+    ) -> Result<(), Error> {
+        let mut params = task_params(task_id);
+        params.insert(
+            "inputResponses".into(),
+            serde_json::to_value(responses).map_err(|e| Error::usage(e.to_string()))?,
+        );
+        let _: Map<String, Value> = self.simple(methods::TASKS_UPDATE, params, opts).await?;
+        Ok(())
+    }
+
     /// `tasks/cancel`: asks the server to stop the task. Cancelling a task
     /// that has ended is acknowledged the same way.
     pub async fn cancel_task(&self, task_id: &str, opts: &CallOptions) -> Result<(), Error> {
@@ -351,15 +373,8 @@ impl Client {
                             round: rounds,
                             responses: &responses,
                         });
-                        let mut params = task_params(&task.task_id);
-                        params.insert(
-                            "inputResponses".into(),
-                            serde_json::to_value(&responses)
-                                .map_err(|e| Error::usage(e.to_string()))?,
-                        );
                         answered.extend(responses.keys().map(str::to_owned));
-                        let _: Map<String, Value> =
-                            self.simple(methods::TASKS_UPDATE, params, polls).await?;
+                        self.update_task(&task.task_id, &responses, polls).await?;
                         continue;
                     }
                 }

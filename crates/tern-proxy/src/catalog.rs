@@ -9,8 +9,9 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tern_client::Client;
 use tern_server::{
-    Ask, BoxFuture, CallContext, Caller, Capabilities, Error, Flow, FromCall, Log, Meta, Outcome,
-    Progress, PromptDef, RawArgs, ResourceDef, Resumed, Server, TemplateDef, ToolDef, Uri,
+    Ask, BoxFuture, CallContext, Caller, Capabilities, Error, Flow, FromCall, IntoOutcome, Log,
+    Meta, Outcome, Progress, PromptDef, RawArgs, ResourceDef, Resumed, Server, Task, TaskSupport,
+    TemplateDef, ToolDef, Uri,
 };
 use tern_types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -157,13 +158,31 @@ fn named(name: &str, args: Map<String, Value>) -> Map<String, Value> {
 
 fn tool_route(up: &Arc<Upstream>, shared: &Arc<Shared>, tool: &Tool) -> ToolDef {
     let (u, s, inner) = (up.clone(), shared.clone(), tool.name.clone());
-    let handler = move |RawArgs(args): RawArgs, Resumed(cont): Resumed<Cont>, t: Taken| {
-        let f = forward(&u, &s, t);
-        let params = named(&inner, args);
-        async move { f.run::<CallToolResult>(params, cont).await }
-    };
+    let handler =
+        move |RawArgs(args): RawArgs, Resumed(cont): Resumed<Cont>, t: Taken, task: Task| {
+            let f = forward(&u, &s, t);
+            let params = named(&inner, args);
+            async move {
+                // A client that takes tasks gets the proxy's own task for an
+                // upstream task tool (crate::tasks); any other call is relayed
+                // round by round.
+                if cont.is_none() && task.background() {
+                    return task.run(move |scope| f.run_task(params, scope));
+                }
+                f.run::<CallToolResult>(params, cont).await.into_outcome()
+            }
+        };
     let description = tool.description.clone().unwrap_or_default();
-    ToolDef::new(&up.outer_name(&tool.name), &description, handler).listing(entry(tool))
+    let def = ToolDef::new(&up.outer_name(&tool.name), &description, handler).listing(entry(tool));
+    let support = tool
+        .execution
+        .as_ref()
+        .and_then(|e| e.task_support.as_deref());
+    match support {
+        Some("optional") => def.task(TaskSupport::Optional),
+        Some("required") => def.task(TaskSupport::Required),
+        _ => def,
+    }
 }
 
 fn prompt_route(up: &Arc<Upstream>, shared: &Arc<Shared>, prompt: &Prompt) -> PromptDef {

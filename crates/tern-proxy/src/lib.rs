@@ -35,6 +35,7 @@ mod catalog;
 mod error;
 mod parked;
 mod relay;
+mod tasks;
 mod upstream;
 
 use std::sync::Arc;

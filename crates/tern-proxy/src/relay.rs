@@ -134,14 +134,20 @@ pub(crate) struct Forward {
 }
 
 impl Forward {
-    fn options(&self) -> CallOptions {
-        // The proxy does not run tasks for its clients: it never declares
-        // the tasks extension upstream, so a task-optional upstream tool
-        // runs inline and a task-required one answers -32021.
+    /// The upstream call's options. The tasks extension is not declared
+    /// upstream here: a call relayed round by round cannot follow a task
+    /// (a task-optional upstream tool runs inline); a client that takes
+    /// tasks gets the proxy's own ([`Forward::run_task`]).
+    pub(crate) fn options(&self) -> CallOptions {
         let mut caps = self.caps.clone();
         if let Some(ext) = &mut caps.extensions {
             ext.remove(tern_types::methods::TASKS_EXTENSION);
         }
+        self.options_with(caps)
+    }
+
+    /// The options of an upstream call declaring `caps`.
+    pub(crate) fn options_with(&self, caps: ClientCapabilities) -> CallOptions {
         let mut o = CallOptions::new()
             .capabilities(caps)
             .timeout(self.shared.options.upstream_timeout);
@@ -227,10 +233,7 @@ impl Forward {
         round: UpRound,
         answers: Vec<Value>,
     ) -> Result<Outcome, Error> {
-        let mut responses = InputResponses::new();
-        for ((key, _), answer) in round.requests.iter().zip(answers) {
-            responses.insert_raw(key, answer);
-        }
+        let responses = responses(&round.requests, answers);
         let pending = round.pending::<T>(params)?;
         let live = self.up.client().await?;
         let step = live
@@ -332,16 +335,11 @@ impl Forward {
                 };
                 self.seal_or_keep(round, asked)
             }
-            Err(e) => {
-                if is_lost(&e) {
-                    self.up.lost(live).await;
-                }
-                Err(self.failure(&e).into())
-            }
+            Err(e) => Err(self.lost(live, &e).await.into()),
         }
     }
 
-    fn failure(&self, e: &tern_client::Error) -> McpError {
+    pub(crate) fn failure(&self, e: &tern_client::Error) -> McpError {
         from_upstream(&self.up.name, e, self.shared.options.upstream_timeout)
     }
 
@@ -506,8 +504,18 @@ impl Forward {
     }
 }
 
+/// The client's `answers` to an upstream's `requests`, one under each of
+/// its keys, in order.
+pub(crate) fn responses(requests: &InputRequests, answers: Vec<Value>) -> InputResponses {
+    let mut responses = InputResponses::new();
+    for ((key, _), answer) in requests.iter().zip(answers) {
+        responses.insert_raw(key, answer);
+    }
+    responses
+}
+
 /// The needs of an upstream round, under the upstream's own keys.
-fn needs(requests: &InputRequests) -> Result<Vec<Need<Value>>, McpError> {
+pub(crate) fn needs(requests: &InputRequests) -> Result<Vec<Need<Value>>, McpError> {
     requests
         .iter()
         .map(|(key, request)| {

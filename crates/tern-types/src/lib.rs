@@ -106,7 +106,9 @@ pub use subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
-pub use tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+pub use tools::{
+    CallToolRequestParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations, ToolExecution,
+};
 
 /// The protocol revision these types describe.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";

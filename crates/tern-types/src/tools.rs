@@ -34,9 +34,22 @@ pub struct Tool {
     /// Behaviour hints; untrusted unless the server is (TOOL-C5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// How the tool runs (the tasks extension's `taskSupport`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
     /// Extension metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+}
+
+/// How a tool runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Whether a call may or must run as a task (the tasks extension):
+    /// `forbidden`, `optional` or `required`; absent means forbidden.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<String>,
 }
 
 /// Hints about a tool's behaviour. All are advisory (TOOL-C5); the defaults

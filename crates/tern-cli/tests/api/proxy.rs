@@ -432,3 +432,126 @@ fn a_per_principal_share_larger_than_the_pool_is_refused() {
         .failed(1)
         .says("--max-pending-per-principal must be between 1 and --max-pending (4)");
 }
+
+/// Issue 29: a task tool through the proxy, for clients of both eras. A
+/// client that takes tasks gets the proxy's own task: it asks the upstream
+/// task's question during the run and ends with the upstream's result; a
+/// 2025-11-25 client gets the same tool relayed round by round (the
+/// extension is not declared upstream, so the task-optional tool runs
+/// inline), its question a server-initiated request of its session.
+#[test]
+fn a_task_tool_through_the_proxy_for_clients_of_both_eras() {
+    let server = Server::start();
+    let proxy = Proxy::start(&["--upstream", &server.url]);
+    let answers = proxy.dir.path().join("answers.json");
+    std::fs::write(
+        &answers,
+        // A 2025-11-25 session's requests have no keys: the method is one.
+        r#"{"apply_migration": {"action": "accept", "content": {"apply": true}},
+            "elicitation/create": {"action": "accept", "content": {"apply": true}}}"#,
+    )
+    .unwrap();
+    let answers = answers.to_str().unwrap();
+    let tasked = proxy.tern(
+        "call",
+        &[
+            "tool",
+            "migrate",
+            "database=orders",
+            "seconds=0.2",
+            "--tasks",
+            "--answers",
+            answers,
+            "--json",
+        ],
+    );
+    tasked.ok();
+    assert!(tasked.stderr.contains("· working"), "{tasked:#?}");
+    assert!(tasked.stderr.contains("· input_required"), "{tasked:#?}");
+    assert!(tasked.stderr.contains("· completed"), "{tasked:#?}");
+    // The upstream's status message, passed on.
+    assert!(tasked.stderr.contains("checking orders"), "{tasked:#?}");
+    let v: Value = serde_json::from_str(tasked.stdout.trim()).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "migrated orders", "{v}");
+
+    let legacy = proxy.tern(
+        "call",
+        &[
+            "tool",
+            "migrate",
+            "database=billing",
+            "--era",
+            "legacy",
+            "--answers",
+            answers,
+            "--verbose",
+        ],
+    );
+    legacy.ok().says("migrated billing");
+    assert!(!legacy.stderr.contains("· working"), "{legacy:#?}");
+}
+
+/// A client's cancel of the proxy's task reaches the upstream task: the
+/// proxy's task ends `cancelled`, and so does the upstream's, whose id
+/// never left the proxy (seen in the upstream's metrics).
+#[test]
+fn cancelling_the_proxys_task_cancels_the_upstream_task() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics = free.local_addr().unwrap().to_string();
+    drop(free);
+    let server = Server::start_with(&["--metrics", &metrics], &[]);
+    let proxy = Proxy::start(&["--upstream", &server.url]);
+    let r = proxy.tern(
+        "call",
+        &[
+            "tool",
+            "migrate",
+            "database=ledger",
+            "seconds=30",
+            "--detach",
+        ],
+    );
+    r.ok();
+    let id = r.stdout.trim().to_owned();
+    assert_eq!(id.len(), 32, "{r:#?}");
+    let task = |sub: &str| {
+        let mut cmd = Command::new(tern_bin());
+        cmd.args(["task", sub, &proxy.url, &id])
+            .env("XDG_DATA_HOME", proxy.dir.path())
+            .stdin(Stdio::null());
+        run(cmd)
+    };
+    task("get").ok().says("working");
+    task("cancel").ok();
+    task("get").ok().says("cancelled");
+    let cancelled = "tern_tasks_ended_total{status=\"cancelled\"} 1";
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = get_text(&format!("http://{metrics}/metrics"));
+        if text.contains(cancelled) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        text.contains(cancelled),
+        "the upstream task was not cancelled:\n{text}"
+    );
+}
+
+/// The body of a GET.
+fn get_text(url: &str) -> String {
+    use std::io::Write;
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        s,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map_or_else(String::new, |(_, b)| b.to_owned())
+}

@@ -110,16 +110,28 @@ impl std::fmt::Debug for TaskBody {
 /// The extractor a task tool's handler takes to hand over its long part.
 #[derive(Debug)]
 pub struct Task {
-    _private: (),
+    background: bool,
 }
 
 impl FromCall for Task {
-    fn from_call(_: &CallContext) -> Result<Self, Outcome> {
-        Ok(Task { _private: () })
+    fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
+        Ok(Task {
+            background: cx.method == tern_types::methods::Method::ToolsCall
+                && cx
+                    .meta
+                    .client_capabilities
+                    .extension(tern_types::methods::TASKS_EXTENSION),
+        })
     }
 }
 
 impl Task {
+    /// Whether [`run`](Self::run) runs the body in the background, as a
+    /// task (the request declared the extension), rather than inline.
+    pub fn background(&self) -> bool {
+        self.background
+    }
+
     /// Runs `body` as this call's task: in the background when the request
     /// declared the tasks extension (the call is answered with the task),
     /// inline otherwise. Whatever `body` returns is the tool's result.
