@@ -130,11 +130,8 @@ fn task_owner(
     a: &Accepted,
     principal: &Principal,
 ) -> Option<(Principal, tern_types::ClientCapabilities)> {
-    let caps = &a.meta.client_capabilities;
-    (route.task.is_some()
-        && a.method == Method::ToolsCall
-        && caps.extension(tern_types::methods::TASKS_EXTENSION))
-    .then(|| (principal.clone(), caps.clone()))
+    (route.task.is_some() && crate::tasks::takes_tasks(a.method, &a.meta))
+        .then(|| (principal.clone(), a.meta.client_capabilities.clone()))
 }
 
 /// A request that cannot ask: `completion/complete`.

@@ -116,11 +116,7 @@ pub struct Task {
 impl FromCall for Task {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
         Ok(Task {
-            background: cx.method == tern_types::methods::Method::ToolsCall
-                && cx
-                    .meta
-                    .client_capabilities
-                    .extension(tern_types::methods::TASKS_EXTENSION),
+            background: takes_tasks(cx.method, &cx.meta),
         })
     }
 }
@@ -199,6 +195,20 @@ impl TaskScope {
             ScopeMode::Task(round) => round.capabilities(),
         }
     }
+}
+
+/// Whether a request can be answered with a task: a `tools/call` that
+/// declared the extension, in the era that has it (a 2025-11-25 session's
+/// call never is, whatever its capabilities say).
+pub(crate) fn takes_tasks(
+    method: tern_types::methods::Method,
+    meta: &tern_proto::accept::RequestMeta,
+) -> bool {
+    method == tern_types::methods::Method::ToolsCall
+        && !tern_types::legacy::LEGACY_VERSIONS.contains(&meta.protocol_version.as_str())
+        && meta
+            .client_capabilities
+            .extension(tern_types::methods::TASKS_EXTENSION)
 }
 
 /// -32021 naming the tasks extension: a task method, or a task-required

@@ -44,9 +44,9 @@ async fn echo() -> ToolResult {
     ToolResult::text("echo")
 }
 
-struct Legacy {
-    server: Server,
-    session: Session,
+pub(super) struct Legacy {
+    pub(super) server: Server,
+    pub(super) session: Session,
 }
 
 fn inbound(v: &Value) -> Inbound {
@@ -59,13 +59,17 @@ fn inbound(v: &Value) -> Inbound {
 
 impl Legacy {
     fn new() -> Self {
-        let server = Harness::new(
+        Legacy::with(
             Server::builder("t", "1")
                 .tool("deploy", "asks", deploy)
                 .tool("login", "opens a URL", login)
                 .tool("echo", "echoes", echo),
         )
-        .server;
+    }
+
+    /// A session on the server `builder` builds.
+    pub(super) fn with(builder: tern_server::ServerBuilder) -> Self {
+        let server = Harness::new(builder).server;
         let session = server.session();
         Legacy { server, session }
     }
@@ -81,7 +85,7 @@ impl Legacy {
         }
     }
 
-    async fn initialize(&self, caps: Value) -> Value {
+    pub(super) async fn initialize(&self, caps: Value) -> Value {
         self.send(
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": caps,
@@ -92,7 +96,10 @@ impl Legacy {
 
     /// Starts `tools/call deploy`; returns the server's requests as they
     /// arrive and the task that will give the reply.
-    fn call(&self, name: &str) -> (mpsc::Receiver<Bytes>, tokio::task::JoinHandle<Value>) {
+    pub(super) fn call(
+        &self,
+        name: &str,
+    ) -> (mpsc::Receiver<Bytes>, tokio::task::JoinHandle<Value>) {
         let (tx, rx) = mpsc::channel(16);
         let server = self.server.clone();
         let session = self.session.clone();
@@ -110,7 +117,7 @@ impl Legacy {
         (rx, task)
     }
 
-    async fn respond(&self, v: Value) {
+    pub(super) async fn respond(&self, v: Value) {
         let reply = self
             .server
             .handle_in(&self.session, inbound(&v), Sink::none())
@@ -119,7 +126,7 @@ impl Legacy {
     }
 }
 
-async fn requests(rx: &mut mpsc::Receiver<Bytes>, n: usize) -> Vec<Value> {
+pub(super) async fn requests(rx: &mut mpsc::Receiver<Bytes>, n: usize) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for _ in 0..n {
         let frame = rx.recv().await.expect("a server-initiated request");

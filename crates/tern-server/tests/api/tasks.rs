@@ -550,3 +550,29 @@ async fn an_update_with_too_many_answers_is_refused() {
     assert!(e["message"].as_str().unwrap().contains("at most 64"), "{e}");
     assert_eq!(get(&h, alice(), &id).await["status"], "input_required");
 }
+
+/// A 2025-11-25 session's call is never answered with a task, whatever
+/// capabilities it declared: the task-optional tool runs inline, its
+/// question a server-initiated request of the session.
+#[tokio::test]
+async fn a_2025_11_25_session_never_gets_a_task_whatever_it_declares() {
+    use super::legacy::{Legacy, requests};
+    let starts = Arc::new(AtomicUsize::new(0));
+    let l = Legacy::with(Server::builder("tasks", "1").tool_def(approval_tool(starts.clone())));
+    l.initialize(json!({"elicitation": {}, "extensions": {EXT: {}}}))
+        .await;
+    let (mut rx, reply) = l.call("approve");
+    let asked = requests(&mut rx, 1).await;
+    assert_eq!(asked[0]["method"], "elicitation/create");
+    assert_eq!(asked[0]["params"]["message"], "Go ahead?");
+    l.respond(json!({"jsonrpc": "2.0", "id": asked[0]["id"],
+                     "result": {"action": "decline"}}))
+        .await;
+    let reply = reply.await.unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "not approved",
+        "{reply}"
+    );
+    assert!(reply["result"].get("taskId").is_none(), "{reply}");
+    assert_eq!(l.server.metrics().tasks_ended("completed"), 0);
+}
