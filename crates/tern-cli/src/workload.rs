@@ -343,7 +343,7 @@ pub(crate) fn server(builder: ServerBuilder, logins: Arc<Logins>) -> ServerBuild
             ToolDef::new("login", "Signs in through a page the person opens in a browser", login)
                 .limits(RouteLimits { max_rounds: Some(20), ..RouteLimits::default() }),
         )
-        .prompt(PromptDef::new("review", "A review request whose focus the person chooses", review).argument("target", "What to review", true))
+        .prompt(PromptDef::new("review", "A review request whose focus the person chooses", review))
         .resource(
             ResourceDef::new("config://secret", "secret configuration", secret)
                 .mime_type("text/plain")

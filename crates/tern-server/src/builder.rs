@@ -30,7 +30,7 @@ pub struct ServerBuilder {
     resource_id: Option<String>,
     clock: Arc<dyn Clock>,
     authorize: Option<Authorize>,
-    app_state: Option<Arc<dyn Any + Send + Sync>>,
+    app_state: crate::server::AppState,
     replay: Option<Arc<dyn ReplayStore>>,
     task_store: Option<Arc<dyn tern_seal::TaskStore>>,
     instances: u32,
@@ -70,7 +70,7 @@ impl Server {
             resource_id: None,
             clock: Arc::new(SystemClock),
             authorize: None,
-            app_state: None,
+            app_state: crate::server::AppState::new(),
             replay: None,
             task_store: None,
             instances: 1,
@@ -174,10 +174,13 @@ impl ServerBuilder {
         self
     }
 
-    /// Application state handed to handlers through [`crate::State`].
+    /// Application state handed to handlers through [`crate::State`]: one
+    /// value per type (a second value of a type replaces the first), as
+    /// many types as handlers need.
     #[must_use]
     pub fn state<S: Any + Send + Sync>(mut self, state: S) -> Self {
-        self.app_state = Some(Arc::new(state));
+        self.app_state
+            .insert(std::any::TypeId::of::<S>(), Arc::new(state));
         self
     }
 
@@ -245,6 +248,9 @@ impl ServerBuilder {
         }
         if self.config.tasks.lease.is_zero() {
             return Err(BuildError::new("the task lease must be at least 1 s"));
+        }
+        if let Some(missing) = self.registry.missing_state(&self.app_state) {
+            return Err(BuildError::new(missing));
         }
         if self.config.max_rounds == 0 {
             return Err(BuildError::new("max_rounds must be at least 1"));

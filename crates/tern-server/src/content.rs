@@ -167,6 +167,23 @@ pub struct ResourceResult {
 }
 
 impl ResourceResult {
+    /// One text content of the resource read: its `uri` is the one the
+    /// client asked for, filled in by the server (a handler need not
+    /// restate its route's URI).
+    pub fn read_text(mime_type: impl Into<String>, text: impl Into<String>) -> Self {
+        ResourceResult {
+            contents: vec![json!({"mimeType": mime_type.into(), "text": text.into()})],
+        }
+    }
+
+    /// One binary content of the resource read, base64-encoded (its `uri`
+    /// filled in as for [`read_text`](Self::read_text)).
+    pub fn read_blob(mime_type: impl Into<String>, base64: impl Into<String>) -> Self {
+        ResourceResult {
+            contents: vec![json!({"mimeType": mime_type.into(), "blob": base64.into()})],
+        }
+    }
+
     /// One text content.
     pub fn text(
         uri: impl Into<String>,
@@ -206,5 +223,15 @@ impl ResourceResult {
         let mut m = Map::new();
         m.insert("contents".into(), Value::Array(self.contents));
         m
+    }
+}
+
+/// Gives each content of a `resources/read` result without a `uri` the
+/// one read ([`ResourceResult::read_text`]).
+pub(crate) fn fill_read_uri(result: &mut Map<String, Value>, uri: &str) {
+    if let Some(Value::Array(contents)) = result.get_mut("contents") {
+        for c in contents.iter_mut().filter_map(Value::as_object_mut) {
+            c.entry("uri").or_insert_with(|| Value::from(uri));
+        }
     }
 }

@@ -66,6 +66,12 @@ pub trait FromCall: Sized {
     fn input_schema() -> Option<Value> {
         None
     }
+
+    /// The application state this extractor reads, if any: its type and
+    /// name, so a server missing it is refused when it is built.
+    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
+        None
+    }
 }
 
 /// Typed tool or prompt arguments, with the tool's `inputSchema` derived
@@ -247,21 +253,26 @@ impl FromCall for UriParams {
     }
 }
 
-/// Application state given to [`crate::ServerBuilder::state`].
+/// Application state given to [`crate::ServerBuilder::state`], one value
+/// per type: a handler may take several (`State<Db>`, `State<Mailer>`). A
+/// handler taking a type the builder was not given is refused when the
+/// server is built.
 #[derive(Clone, Debug)]
 pub struct State<S>(pub Arc<S>);
 
 impl<S: Any + Send + Sync> FromCall for State<S> {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
-        cx.server
-            .app_state()
-            .and_then(|s| s.downcast::<S>().ok())
-            .map(State)
-            .ok_or_else(|| {
-                Outcome::Error(McpError::Internal(
-                    "no application state of that type".into(),
-                ))
-            })
+        cx.server.app_state::<S>().map(State).ok_or_else(|| {
+            // Only a route added after the build can get here.
+            Outcome::Error(McpError::Internal(format!(
+                "no application state of type {}",
+                std::any::type_name::<S>()
+            )))
+        })
+    }
+
+    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
+        Some((std::any::TypeId::of::<S>(), std::any::type_name::<S>()))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Handlers: plain async functions whose arguments are extractors
 //! (STYLE.md, axum).
 
+use std::any::TypeId;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -26,6 +27,10 @@ pub trait Handler<Args>: Clone + Send + Sync + 'static {
     fn call(&self, cx: CallContext) -> BoxFuture<Outcome>;
     /// The tool input schema its extractors imply (from `Args<T>`), if any.
     fn input_schema(&self) -> Option<Value>;
+    /// The application state types its extractors read (`State<S>`).
+    fn states(&self) -> Vec<(TypeId, &'static str)> {
+        Vec::new()
+    }
 }
 
 macro_rules! impl_handler {
@@ -52,6 +57,13 @@ macro_rules! impl_handler {
             fn input_schema(&self) -> Option<Value> {
                 None$(.or_else($t::input_schema))*
             }
+
+            fn states(&self) -> Vec<(TypeId, &'static str)> {
+                #[allow(unused_mut, reason = "a handler without extractors has none")]
+                let mut states = Vec::new();
+                $(states.extend($t::state_type());)*
+                states
+            }
         }
     };
 }
@@ -68,6 +80,7 @@ impl_handler!(T1, T2, T3, T4, T5, T6, T7, T8);
 
 pub(crate) trait ErasedHandler: Send + Sync {
     fn call(&self, cx: CallContext) -> BoxFuture<Outcome>;
+    fn states(&self) -> Vec<(TypeId, &'static str)>;
 }
 
 struct Erased<H, A>(H, PhantomData<fn() -> A>);
@@ -75,6 +88,10 @@ struct Erased<H, A>(H, PhantomData<fn() -> A>);
 impl<H: Handler<A>, A: 'static> ErasedHandler for Erased<H, A> {
     fn call(&self, cx: CallContext) -> BoxFuture<Outcome> {
         self.0.call(cx)
+    }
+
+    fn states(&self) -> Vec<(TypeId, &'static str)> {
+        self.0.states()
     }
 }
 

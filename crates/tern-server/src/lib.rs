@@ -48,7 +48,7 @@ mod state;
 mod tasks;
 
 pub use ask::{
-    Ask, Either, Elicited, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
+    Ask, Either, Elicited, FormKey, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,
 };
 pub use builder::{BuildError, ServerBuilder};
 pub use config::{Config, RequestLimits, SessionLimits};

@@ -33,6 +33,9 @@ pub enum Outcome {
 pub struct Pending {
     pub(crate) requests: Vec<Asked>,
     pub(crate) continuation: Option<Vec<u8>>,
+    /// Why [`Pending::with_continuation`] could not serialise its value:
+    /// the round then fails with -32603 instead of sealing no continuation.
+    pub(crate) unserialisable: Option<String>,
 }
 
 impl Pending {
@@ -45,8 +48,13 @@ impl Pending {
 
     /// Seals `value` into the next state; [`crate::Resumed`] hands it back in
     /// the next round. Capped at 4 KiB once encoded (SECURITY.md §3.4).
+    /// A value that does not serialise (a map with non-string keys, a
+    /// failing `Serialize`) fails the round with -32603, its reason logged.
     pub fn with_continuation<T: Serialize>(mut self, value: &T) -> Self {
-        self.continuation = serde_json::to_vec(value).ok();
+        match serde_json::to_vec(value) {
+            Ok(bytes) => self.continuation = Some(bytes),
+            Err(e) => self.unserialisable = Some(e.to_string()),
+        }
         self
     }
 

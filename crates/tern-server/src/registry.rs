@@ -216,21 +216,30 @@ impl std::fmt::Debug for PromptDef {
 
 impl PromptDef {
     /// A prompt with a description (always given, see [`ToolDef::new`]).
+    /// Its arguments come from the handler's `Args<T>` as a tool's schema
+    /// does: one per property of `T`, described by its doc comment,
+    /// required unless it is an `Option` or has a default.
     pub fn new<H: Handler<A>, A: 'static>(name: &str, description: &str, handler: H) -> Self {
         let mut entry = Map::new();
         entry.insert("name".into(), Value::from(name));
         entry.insert("description".into(), Value::from(description));
-        PromptDef {
+        let schema = handler.input_schema();
+        let mut def = PromptDef {
             name: name.to_owned(),
             entry,
             required_args: Vec::new(),
             handler: erase(handler),
             limits: RouteLimits::default(),
+        };
+        let derived = schema.as_ref().map(prompt_arguments).unwrap_or_default();
+        for (arg, description, required) in derived {
+            def = def.argument(&arg, &description, required);
         }
+        def
     }
 
-    /// Declares an argument. Missing required arguments are -32602
-    /// (PROMPT-S2).
+    /// Declares an argument, or redeclares one `new` derived. Missing
+    /// required arguments are -32602 (PROMPT-S2).
     #[must_use]
     pub fn argument(mut self, name: &str, description: &str, required: bool) -> Self {
         let args = self
@@ -238,8 +247,17 @@ impl PromptDef {
             .entry("arguments")
             .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(a) = args {
-            a.push(json!({"name": name, "description": description, "required": required}));
+            let declared = json!({"name": name, "description": description, "required": required});
+            // In place, so a redeclared argument keeps its position.
+            match a
+                .iter_mut()
+                .find(|d| d.get("name").and_then(Value::as_str) == Some(name))
+            {
+                Some(d) => *d = declared,
+                None => a.push(declared),
+            }
         }
+        self.required_args.retain(|r| r != name);
         if required {
             self.required_args.push(name.to_owned());
         }
@@ -262,6 +280,36 @@ impl PromptDef {
         self.entry = entry;
         self
     }
+}
+
+/// A prompt's arguments from its `Args<T>` schema: name, description
+/// (the property's, else its title), required.
+fn prompt_arguments(schema: &Value) -> Vec<(String, String, bool)> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, p)| {
+            let described = p
+                .get("description")
+                .or_else(|| p.get("title"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            (
+                name.clone(),
+                described.to_owned(),
+                required.contains(&name.as_str()),
+            )
+        })
+        .collect()
 }
 
 /// A concrete resource: its `resources/list` entry and how it is read.
@@ -535,6 +583,41 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// The first route whose handler takes a `State<S>` that `given` does
+    /// not hold, said for the developer.
+    pub(crate) fn missing_state(&self, given: &crate::server::AppState) -> Option<String> {
+        let routes = self
+            .tools
+            .iter()
+            .map(|t| ("tool", t.name.as_str(), &t.handler))
+            .chain(
+                self.prompts
+                    .iter()
+                    .map(|p| ("prompt", p.name.as_str(), &p.handler)),
+            )
+            .chain(
+                self.resources
+                    .iter()
+                    .map(|r| ("resource", r.uri.as_str(), &r.handler)),
+            )
+            .chain(
+                self.templates
+                    .iter()
+                    .map(|t| ("resource template", t.template.as_str(), &t.handler)),
+            )
+            .chain(self.completion.iter().map(|h| ("completion", "handler", h)));
+        for (kind, name, handler) in routes {
+            for (id, type_name) in handler.states() {
+                if !given.contains_key(&id) {
+                    return Some(format!(
+                        "{kind} {name} takes State<{type_name}>, but the server was given no such state: add .state(...) to the builder"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Whether `method` is served here: a list or read method only with
     /// something registered to list or read (HTTP-A5 step 11).
     pub(crate) fn offers(&self, method: Method) -> bool {

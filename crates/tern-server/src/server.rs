@@ -62,6 +62,9 @@ pub(crate) enum Change {
     Updated(Arc<str>),
 }
 
+/// Application state by type ([`crate::State`]).
+pub(crate) type AppState = HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>;
+
 pub(crate) struct Inner {
     pub(crate) info: Value,
     pub(crate) instructions: Option<String>,
@@ -73,7 +76,7 @@ pub(crate) struct Inner {
     pub(crate) resource_id: String,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) authorize: Option<Authorize>,
-    pub(crate) app_state: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) app_state: AppState,
     pub(crate) metrics: Metrics,
     /// Requests running now, against `config.requests`.
     pub(crate) running: crate::running::Running,
@@ -150,8 +153,9 @@ impl Server {
         self.inner.clock.clone()
     }
 
-    pub(crate) fn app_state(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        self.inner.app_state.clone()
+    pub(crate) fn app_state<S: Any + Send + Sync>(&self) -> Option<Arc<S>> {
+        let s = self.inner.app_state.get(&std::any::TypeId::of::<S>())?;
+        s.clone().downcast::<S>().ok()
     }
 
     pub(crate) fn keys(&self) -> Arc<KeyRing> {

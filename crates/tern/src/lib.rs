@@ -30,7 +30,7 @@ pub use tern_stdio as stdio;
 #[cfg(feature = "server")]
 pub mod prelude {
     pub use tern_server::{
-        Args, Ask, ElicitEnum, ElicitForm, Elicited, Error, Need, PromptDef, PromptResult,
+        Args, Ask, ElicitEnum, ElicitForm, Elicited, Error, FormKey, Need, PromptDef, PromptResult,
         ResourceDef, ResourceResult, Server, SingleUse, State, ToolDef, ToolResult,
     };
 }

@@ -24,7 +24,7 @@ use tern_proto::McpError;
 use tern_types::ClientCapabilities;
 
 pub use digest::TypedSchema;
-pub use need::{Either, Need, NeedSet, OneOf, Optional};
+pub use need::{Either, FormKey, Need, NeedSet, OneOf, Optional};
 pub use parse::{Elicited, Root, Sampled};
 
 use crate::form::ElicitForm;
@@ -356,7 +356,7 @@ impl Round<'_> {
         if !self.missing.is_empty() {
             return Err(Error::Input(Pending {
                 requests: self.missing,
-                continuation: None,
+                ..Pending::default()
             }));
         }
         Ok(())

@@ -177,6 +177,71 @@ pub(super) fn form_request(message: &str, schema: Value) -> Value {
     input_request("elicitation/create", Value::Object(params))
 }
 
+/// An input key written once, as a constant, with the form it asks: a
+/// typo in a key is then a compile error, and the answer's type comes
+/// with the key (no turbofish). A client crate that answers this server's
+/// questions can match on the same constant.
+///
+/// ```
+/// use tern_server::{Elicited, ElicitForm, Error, FormKey, Ask, ToolResult};
+///
+/// #[derive(Debug, serde::Deserialize, ElicitForm)]
+/// struct Approval {
+///     /// Approve the deployment
+///     approved: bool,
+/// }
+///
+/// const APPROVAL: FormKey<Approval> = FormKey::new("approval");
+///
+/// async fn deploy(ask: Ask) -> Result<ToolResult, Error> {
+///     let approval = ask.all(APPROVAL.ask("Deploy to production?"))?;
+///     let Approval { approved } = approval.or_tool_error("the deployment")?;
+///     Ok(ToolResult::text(if approved { "deployed" } else { "not approved" }))
+/// }
+/// # assert_eq!(APPROVAL.name(), "approval");
+/// ```
+pub struct FormKey<T> {
+    name: &'static str,
+    form: PhantomData<fn() -> T>,
+}
+
+impl<T> FormKey<T> {
+    /// The key `name`, for a form of `T`.
+    pub const fn new(name: &'static str) -> Self {
+        FormKey {
+            name,
+            form: PhantomData,
+        }
+    }
+
+    /// The key on the wire.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T: ElicitForm> FormKey<T> {
+    /// The form of `T` under this key ([`Need::form`]).
+    pub fn ask(&self, message: &str) -> Need<Elicited<T>> {
+        Need::form::<T>(self.name, message)
+    }
+}
+
+// By hand: derives would ask `T: Clone` and `T: Debug` of the form.
+impl<T> Clone for FormKey<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for FormKey<T> {}
+
+impl<T> std::fmt::Debug for FormKey<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("FormKey").field(&self.name).finish()
+    }
+}
+
 impl Need<()> {
     /// A typed form: form-mode elicitation with the schema derived from `T`.
     pub fn form<T: ElicitForm>(key: &str, message: &str) -> Need<Elicited<T>> {

@@ -184,6 +184,14 @@ impl Server {
             tracing::Span::current().record("round", round);
         }
         let as_task = task_owner(&route, &a, &principal);
+        let read_uri = (a.method == Method::ResourcesRead)
+            .then(|| {
+                a.params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .flatten();
         let Accepted {
             id,
             method,
@@ -250,6 +258,9 @@ impl Server {
                 outcome => {
                     let complete = matches!(outcome, Outcome::Complete(_));
                     let mut result = self.finished(method, outcome)?;
+                    if let Some(uri) = &read_uri {
+                        crate::content::fill_read_uri(&mut result, uri);
+                    }
                     stamp_complete(&mut result, Some(&self.inner.info));
                     // A tool error is a result too, but not a completion
                     // (it is neither kept for replays nor ends a URL step).
@@ -264,6 +275,11 @@ impl Server {
             };
             if round.saturating_add(1) > ceiling {
                 return Err(McpError::TooManyRounds);
+            }
+            if let Some(e) = &pending.unserialisable {
+                return Err(McpError::Internal(format!(
+                    "the handler's continuation does not serialise: {e}"
+                )));
             }
             if pending.continuation.is_some() {
                 continuation.clone_from(&pending.continuation);

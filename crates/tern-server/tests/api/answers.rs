@@ -43,6 +43,16 @@ async fn named(ask: Ask) -> Result<ToolResult, Error> {
     Ok(ToolResult::text(p.name))
 }
 
+/// The profile's key, written once.
+const PROFILE: tern_server::FormKey<Profile> = tern_server::FormKey::new("who");
+
+async fn keyed(ask: Ask) -> Result<ToolResult, Error> {
+    let p = ask
+        .all(PROFILE.ask("Who are you?"))?
+        .or_tool_error("the profile")?;
+    Ok(ToolResult::text(format!("{} ({:?})", p.name, p.color)))
+}
+
 static LAUNCHES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Asks a question that changes on every run: a counter in its message.
@@ -68,7 +78,8 @@ fn harness() -> Harness {
             .tool("roots", "roots", roots)
             .tool("launch", "confirm", launch)
             .tool("named", "form or a tool error", named)
-            .tool("counting", "a question that changes", counting),
+            .tool("counting", "a question that changes", counting)
+            .tool("keyed", "a form under a typed key", keyed),
     )
 }
 
@@ -439,4 +450,26 @@ async fn a_question_that_changes_between_rounds_is_asked_again_and_said_why() {
         .find(|l| l.contains("changed since the round that asked it"))
         .unwrap_or_else(|| panic!("no warning in:\n{logged}"));
     assert!(line.contains("WARN") && line.contains("key=go"), "{line}");
+}
+
+#[tokio::test]
+async fn a_typed_key_asks_its_form_and_types_its_answer() {
+    let h = harness();
+    let (first, state) = round_one(&h, "keyed").await;
+    let asked = result(&h.send(&first).await);
+    let keys: Vec<&String> = asked["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, [PROFILE.name()]);
+    assert_eq!(
+        asked["inputRequests"]["who"]["params"]["requestedSchema"]["required"],
+        json!(["name"])
+    );
+    let reply = h
+        .send(&retry(
+            &first,
+            Some(&state),
+            json!({"who": accept(json!({"name": "Ada", "color": "red"}))}),
+        ))
+        .await;
+    assert_eq!(text(result(&reply)), "Ada (Some(Red))");
+    assert_eq!(format!("{PROFILE:?}"), "FormKey(\"who\")");
 }

@@ -21,11 +21,8 @@ async fn echo(Args(e): Args<Echo>) -> ToolResult {
 
 async fn secret(ask: Ask) -> Result<ResourceResult, Error> {
     ask.form::<Approval>("confirm", "Reveal?")?;
-    Ok(ResourceResult::text(
-        "config://secret",
-        "text/plain",
-        "s3cr3t",
-    ))
+    // The URI read is filled in: the route states it once.
+    Ok(ResourceResult::read_text("text/plain", "s3cr3t"))
 }
 
 fn harness() -> Harness {
@@ -155,6 +152,7 @@ async fn resources_read_can_ask_and_carries_cache_hints() {
         .await,
     );
     assert_eq!(done["contents"][0]["text"], "s3cr3t");
+    assert_eq!(done["contents"][0]["uri"], "config://secret", "{done}");
     assert_eq!(
         (done["ttlMs"].clone(), done["cacheScope"].clone()),
         (json!(0), json!("private"))
@@ -199,4 +197,80 @@ async fn unknown_and_removed_methods_are_404() {
         let reply = h.send(&req(m, json!({}))).await;
         assert_eq!((reply.0, error(&reply).0), (404, -32601), "{m}");
     }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Brief {
+    /// The topic to brief on
+    topic: String,
+    /// How many points
+    points: Option<u8>,
+}
+
+#[tokio::test]
+async fn a_prompts_arguments_come_from_its_args_type() {
+    let h = Harness::new(Server::builder("t", "1").prompt(PromptDef::new(
+        "brief",
+        "a brief",
+        |Args(b): Args<Brief>| async move {
+            PromptResult::user_text(format!("{} in {} points", b.topic, b.points.unwrap_or(3)))
+        },
+    )));
+    let listed = result(&h.send(&req("prompts/list", json!({}))).await);
+    assert_eq!(
+        listed["prompts"][0]["arguments"],
+        // By name, as the schema lists its properties.
+        json!([
+            {"name": "points", "description": "How many points", "required": false},
+            {"name": "topic", "description": "The topic to brief on", "required": true}
+        ]),
+        "{listed}"
+    );
+    // PROMPT-S2: a required argument missing is -32602, as when declared
+    // by hand.
+    let (code, e) = error(&h.send(&req("prompts/get", json!({"name": "brief"}))).await);
+    assert_eq!(code, -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("topic"), "{e}");
+    let got = result(
+        &h.send(&req(
+            "prompts/get",
+            json!({"name": "brief", "arguments": {"topic": "tides"}}),
+        ))
+        .await,
+    );
+    assert_eq!(got["messages"][0]["content"]["text"], "tides in 3 points");
+}
+
+struct Greeting(&'static str);
+struct Count(u32);
+
+async fn greet(
+    tern_server::State(g): tern_server::State<Greeting>,
+    tern_server::State(c): tern_server::State<Count>,
+) -> ToolResult {
+    ToolResult::text(format!("{} x{}", g.0, c.0))
+}
+
+#[tokio::test]
+async fn a_handler_takes_several_states_and_a_missing_one_is_refused_when_built() {
+    let missing = Server::builder("t", "1")
+        .state(Greeting("hi"))
+        .tool("greet", "greets", greet)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        missing.contains("tool greet takes State<") && missing.contains("Count>"),
+        "{missing}"
+    );
+    let h = Harness::new(
+        Server::builder("t", "1")
+            .state(Greeting("hi"))
+            .state(Count(1))
+            // One value per type: the second replaces the first.
+            .state(Count(2))
+            .tool("greet", "greets", greet),
+    );
+    let reply = h.send(&call("greet", json!({}), json!({}))).await;
+    assert_eq!(text(result(&reply)), "hi x2");
 }

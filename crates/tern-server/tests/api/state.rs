@@ -405,3 +405,21 @@ async fn earlier_answers_travel_in_the_state() {
         .await;
     assert_eq!(text(result(&r3)), "Some(true) None");
 }
+
+/// A continuation that cannot be serialised: a map whose keys are not
+/// strings.
+async fn unsealable() -> Result<ToolResult, Error> {
+    let by_pair: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
+    Err(Pending::state_only().with_continuation(&by_pair).into())
+}
+
+#[tokio::test]
+async fn a_continuation_that_does_not_serialise_fails_the_round_instead_of_vanishing() {
+    let h = Harness::new(Server::builder("t", "1").tool("unsealable", "u", unsealable));
+    let reply = h.send(&call("unsealable", json!({}), json!({}))).await;
+    let (code, e) = error(&reply);
+    assert_eq!(code, -32603, "{e}");
+    // The detail goes to the log under this id, not to the client.
+    assert!(e["data"]["correlationId"].is_string(), "{e}");
+    assert!(!e.to_string().contains("key must be a string"), "{e}");
+}
