@@ -47,6 +47,10 @@ pub(crate) struct TaskTarget {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// `wait`: answers to the task's questions by input key, from a JSON
+    /// file, as for `tern call --answers`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) answers: Option<std::path::PathBuf>,
 }
 
 /// `tern task`.
@@ -82,9 +86,18 @@ pub(crate) fn run(a: TaskArgs) -> Result<ExitCode, String> {
 
 async fn act(t: &TaskTarget, id: &str, action: &str) -> Result<ExitCode, String> {
     let interactive = provider::stdin_is_terminal();
+    let answers = match t
+        .answers
+        .as_deref()
+        .map(provider::Answers::load)
+        .transpose()
+    {
+        Ok(a) => a,
+        Err(e) => return Ok(usage(&e)),
+    };
     let provider = TerminalProvider::new(Settings {
         kinds: InputKinds::NONE.with_form().with_url(),
-        answers: None,
+        answers,
         yes: false,
         interactive,
         sampler: None,

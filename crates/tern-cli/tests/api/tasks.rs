@@ -107,4 +107,10 @@ fn a_detached_task_is_finished_by_tern_task_wait() {
         .ok()
         .says("input_required")
         .says("asks apply_migration");
+    // With the answers, `wait` answers the question and prints the result.
+    let answers = s.dir.path().join("answers.json");
+    std::fs::write(&answers, APPLY).unwrap();
+    task("wait", s, &id, &["--answers", answers.to_str().unwrap()])
+        .ok()
+        .says("migrated users");
 }
