@@ -15,7 +15,7 @@ use tern::http::{
 };
 use tern::replay::{
     RedisOptions, RedisReplayStore, RedisTaskStore, SqliteOptions, SqliteReplayStore,
-    SqliteTaskStore,
+    SqliteTaskStore, Synchronous,
 };
 use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore, TaskStore};
 use tern::server::{Config, Server};
@@ -110,9 +110,16 @@ impl ReplaySpec {
     async fn open_tasks(&self) -> Result<Option<Arc<dyn TaskStore>>, String> {
         Ok(match self {
             Self::Memory => None,
+            // NORMAL, not the replay store's FULL: a task cannot outlive
+            // the process running its body, so a write lost in a crash
+            // costs nothing a lapsed lease does not report anyway, and a
+            // task writes its record several times.
             Self::Sqlite(path) => Some(Arc::new(
-                SqliteTaskStore::open(path, SqliteOptions::default())
-                    .map_err(|e| format!("cannot open the task store {}: {e}", path.display()))?,
+                SqliteTaskStore::open(
+                    path,
+                    SqliteOptions::default().synchronous(Synchronous::Normal),
+                )
+                .map_err(|e| format!("cannot open the task store {}: {e}", path.display()))?,
             )),
             Self::Redis(url) => Some(Arc::new(
                 RedisTaskStore::connect(url, RedisOptions::default())
