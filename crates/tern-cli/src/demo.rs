@@ -28,10 +28,7 @@ struct TempDir(std::path::PathBuf);
 
 impl TempDir {
     fn new() -> Result<TempDir, String> {
-        let name: String = tern::seal::random_bytes::<8>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let name: String = tern::seal::hex(&tern::seal::random_bytes::<8>());
         let path = std::env::temp_dir().join(format!("tern-demo-{name}"));
         let mut b = std::fs::DirBuilder::new();
         #[cfg(unix)]

@@ -81,13 +81,8 @@ pub(crate) fn utc(secs: u64) -> String {
 pub(crate) fn run(args: KeysArgs) -> Result<ExitCode, String> {
     match args.action {
         KeysAction::New { file, resource_id } => {
-            let rid = resource_id.unwrap_or_else(|| {
-                let b = tern::seal::random_bytes::<16>();
-                format!(
-                    "urn:tern:{}",
-                    b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-                )
-            });
+            let rid =
+                resource_id.unwrap_or_else(|| format!("urn:tern:{}", tern::seal::random_id()));
             let kf = KeyFile::generate(rid.clone()).map_err(|e| e.to_string())?;
             write(&file, &kf, true)?;
             println!(

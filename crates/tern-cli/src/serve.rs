@@ -39,13 +39,7 @@ pub(crate) fn load_or_create_keys(path: &std::path::Path) -> Result<KeyFile, Str
     if path.exists() {
         return crate::keys::read(path);
     }
-    let rid = format!(
-        "urn:tern:{}",
-        tern::seal::random_bytes::<16>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
+    let rid = format!("urn:tern:{}", tern::seal::random_id());
     let kf = KeyFile::generate(rid).map_err(|e| e.to_string())?;
     crate::keys::write(path, &kf, true)?;
     tracing::info!(path = %path.display(), "created key file");

@@ -119,6 +119,19 @@ pub struct TaskStatus {
 }
 
 impl TaskStatus {
+    /// The open questions whose keys are not in `answered`: a key is
+    /// answered once in a task, and a server may list a question again until
+    /// it has read the answer.
+    pub fn unanswered(&self, answered: &HashSet<String>) -> InputRequests {
+        let mut open = InputRequests::new();
+        for (key, request) in self.input_requests.iter() {
+            if !answered.contains(key) {
+                open.insert(key.to_owned(), request.clone());
+            }
+        }
+        open
+    }
+
     /// Whether the task has ended.
     pub fn is_terminal(&self) -> bool {
         matches!(self.status.as_str(), "completed" | "failed" | "cancelled")
@@ -347,12 +360,7 @@ impl Client {
                 }
                 "cancelled" => return Err(Error::refused("the server cancelled the task")),
                 "input_required" => {
-                    let mut open = InputRequests::new();
-                    for (key, request) in t.input_requests.iter() {
-                        if !answered.contains(key) {
-                            open.insert(key.to_owned(), request.clone());
-                        }
-                    }
+                    let open = t.unanswered(&answered);
                     if !open.is_empty() {
                         rounds += 1;
                         if rounds > self.max_rounds(opts) {

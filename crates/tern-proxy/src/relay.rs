@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tern_client::{CallOptions, CancelToken, Era, FlowResult, PendingCall, Step};
 use tern_proto::{McpError, Principal};
-use tern_seal::random_bytes;
 use tern_server::{Ask, Error, IntoOutcome, Json, Log, Need, Outcome, Pending, Progress};
 use tern_types::{ClientCapabilities, InputRequests, InputResponses, Notification};
 use tokio::sync::mpsc;
@@ -73,18 +72,14 @@ impl UpRound {
             .map_err(|e| McpError::Internal(format!("pending round: {e}")))?;
         let d = tern_seal::canonical::digest(&value)
             .map_err(|e| McpError::Internal(format!("pending round: {e}")))?;
-        Ok(hex(&d))
+        Ok(tern_seal::hex(&d))
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A random id for something held: 128 bits, secret, travelling only
 /// inside the proxy's sealed state.
 fn new_id() -> String {
-    hex(&random_bytes::<16>())
+    tern_seal::random_id()
 }
 
 /// What the proxy seals with its `input_required` result. The upstream it

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use tern_client::{CallOptions, Client, PendingTask, Step};
 use tern_proto::McpError;
 use tern_server::{Error, IntoOutcome, Json, Outcome, TaskScope};
-use tern_types::{CallToolResult, InputRequests};
+use tern_types::CallToolResult;
 
 use crate::relay::{Forward, needs, responses};
 use crate::upstream::Live;
@@ -123,12 +123,7 @@ impl Forward {
                     .into());
                 }
                 "input_required" => {
-                    let mut open = InputRequests::new();
-                    for (key, request) in t.input_requests.iter() {
-                        if !answered.contains(key) {
-                            open.insert(key.to_owned(), request.clone());
-                        }
-                    }
+                    let open = t.unanswered(&answered);
                     if !open.is_empty() {
                         let answers = scope.ask(needs(&open)?).await?;
                         answered.extend(open.iter().map(|(k, _)| k.to_owned()));

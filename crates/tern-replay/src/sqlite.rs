@@ -259,17 +259,9 @@ impl SqliteReplayStore {
         let (jobs, queue) = mpsc::channel();
         let mut worker = Worker {
             conn,
-            purge_interval_ms: millis(options.purge_interval),
-            purge_skew_ms: millis(options.purge_skew),
-            last_purge_ms: None,
+            purge: Purge::new(&options),
         };
-        thread::Builder::new()
-            .name("tern-replay-sqlite".into())
-            .spawn(move || worker.run(&queue))
-            .map_err(|source| SqliteOpenError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        spawn_worker("tern-replay-sqlite", &path, move || worker.run(&queue))?;
         Ok(Self {
             jobs,
             path,
@@ -437,9 +429,56 @@ fn configure(path: &Path, options: &SqliteOptions, schema: &str) -> rusqlite::Re
 /// The connection and purge bookkeeping, owned by the worker thread.
 struct Worker {
     conn: Connection,
-    purge_interval_ms: i64,
-    purge_skew_ms: i64,
-    last_purge_ms: Option<i64>,
+    purge: Purge,
+}
+
+/// Starts a store's worker thread, which owns its connection.
+pub(crate) fn spawn_worker(
+    name: &str,
+    path: &Path,
+    work: impl FnOnce() + Send + 'static,
+) -> Result<(), SqliteOpenError> {
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(work)
+        .map(drop)
+        .map_err(|source| SqliteOpenError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// When a worker last purged expired rows, and how often it may.
+pub(crate) struct Purge {
+    interval_ms: i64,
+    skew_ms: i64,
+    last_ms: Option<i64>,
+}
+
+impl Purge {
+    pub(crate) fn new(options: &SqliteOptions) -> Self {
+        Purge {
+            interval_ms: millis(options.purge_interval),
+            skew_ms: millis(options.purge_skew),
+            last_ms: None,
+        }
+    }
+
+    /// At most once per interval: the Unix time in milliseconds before which
+    /// expired rows may go (their expiry plus the skew). A failed purge is
+    /// left for the next interval: expired rows already read as absent, so
+    /// a missed purge only costs disk space.
+    pub(crate) fn due(&mut self) -> Option<i64> {
+        let now = unix_millis().ok()?;
+        if self
+            .last_ms
+            .is_some_and(|last| now.saturating_sub(last) < self.interval_ms)
+        {
+            return None;
+        }
+        self.last_ms = Some(now);
+        Some(now.saturating_sub(self.skew_ms))
+    }
 }
 
 /// The most jobs one transaction carries.
@@ -614,25 +653,14 @@ impl Worker {
         .transpose()
     }
 
-    /// Deletes long-expired markers and results, at most once per interval.
-    /// Runs after the callers' own writes are committed, outside their
-    /// transaction and before they are answered, and a failure is left for
-    /// the next interval: expired rows already count as unused (or absent),
-    /// so a missed purge only costs disk space.
+    /// Deletes long-expired markers and results when a purge is due. Runs
+    /// after the callers' own writes are committed, outside their
+    /// transaction and before they are answered.
     fn maybe_purge(&mut self) {
-        let Ok(now) = unix_millis() else {
-            return;
-        };
-        if self
-            .last_purge_ms
-            .is_some_and(|last| now.saturating_sub(last) < self.purge_interval_ms)
-        {
-            return;
+        if let Some(before) = self.purge.due() {
+            let _ = self.conn.execute(PURGE, params![before]);
+            let _ = self.conn.execute(PURGE_RESULTS, params![before]);
         }
-        self.last_purge_ms = Some(now);
-        let before = now.saturating_sub(self.purge_skew_ms);
-        let _ = self.conn.execute(PURGE, params![before]);
-        let _ = self.conn.execute(PURGE_RESULTS, params![before]);
     }
 }
 

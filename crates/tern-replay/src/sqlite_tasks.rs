@@ -21,7 +21,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
@@ -29,7 +28,8 @@ use tern_seal::{BoxFuture, Durability, MAX_TASK_ANSWERS, StoreError, TaskEntry, 
 use tokio::sync::oneshot;
 
 use crate::sqlite::{
-    SqliteOpenError, SqliteOptions, Synchronous, millis, open_connection, store_error, unix_millis,
+    Purge, SqliteOpenError, SqliteOptions, Synchronous, millis, open_connection, spawn_worker,
+    store_error, unix_millis,
 };
 use crate::tasks::{MAX_TASK_ANSWERS_BYTES, answers_full, check_answers, check_id, check_record};
 
@@ -142,24 +142,16 @@ impl SqliteTaskStore {
         let path = path.as_ref().to_path_buf();
         let mut conn = open_connection(&path, &options, SCHEMA)?;
         let (jobs, queue) = mpsc::channel::<Job>();
-        let mut purge = Purge {
-            interval_ms: millis(options.purge_interval),
-            skew_ms: millis(options.purge_skew),
-            last_ms: None,
-        };
-        thread::Builder::new()
-            .name("tern-tasks-sqlite".into())
-            .spawn(move || {
-                // Until every handle is dropped.
-                while let Ok(job) = queue.recv() {
-                    purge.maybe(&mut conn);
-                    job(&mut conn);
+        let mut purge = Purge::new(&options);
+        spawn_worker("tern-tasks-sqlite", &path, move || {
+            // Until every handle is dropped.
+            while let Ok(job) = queue.recv() {
+                if let Some(before) = purge.due() {
+                    purge_expired(&mut conn, before);
                 }
-            })
-            .map_err(|source| SqliteOpenError::Io {
-                path: path.clone(),
-                source,
-            })?;
+                job(&mut conn);
+            }
+        })?;
         Ok(Self {
             jobs,
             path,
@@ -383,37 +375,15 @@ fn read(conn: &mut Connection, id: &str) -> Result<Option<TaskEntry>, StoreError
     }))
 }
 
-/// When the worker last purged, and how.
-struct Purge {
-    interval_ms: i64,
-    skew_ms: i64,
-    last_ms: Option<i64>,
-}
-
-impl Purge {
-    /// Deletes entries expired for longer than the skew, at most once per
-    /// interval. A failure is left for the next interval: expired rows
-    /// already read as absent, so a missed purge only costs disk space.
-    fn maybe(&mut self, conn: &mut Connection) {
-        let Ok(now) = unix_millis() else {
-            return;
-        };
-        if self
-            .last_ms
-            .is_some_and(|last| now.saturating_sub(last) < self.interval_ms)
-        {
-            return;
-        }
-        self.last_ms = Some(now);
-        let before = now.saturating_sub(self.skew_ms);
-        // One transaction, so no answer outlives its task's row; dropped
-        // uncommitted, it rolls back.
-        let _ = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .and_then(|tx| {
-                tx.execute(PURGE_ANSWERS, params![before])?;
-                tx.execute(PURGE_TASKS, params![before])?;
-                tx.commit()
-            });
-    }
+/// Deletes tasks and answers expired before `before`. One transaction, so
+/// no answer outlives its task's row; dropped uncommitted, it rolls back.
+/// A failure is left for the next purge.
+fn purge_expired(conn: &mut Connection, before: i64) {
+    let _ = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .and_then(|tx| {
+            tx.execute(PURGE_ANSWERS, params![before])?;
+            tx.execute(PURGE_TASKS, params![before])?;
+            tx.commit()
+        });
 }

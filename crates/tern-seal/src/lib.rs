@@ -42,6 +42,7 @@
 pub mod canonical;
 mod envelope;
 mod guard;
+mod hex;
 mod keyfile;
 mod keys;
 mod random;
@@ -51,6 +52,7 @@ mod tasks;
 // The public surface, one name per type.
 pub use envelope::{Binding, Claims, MAX_TOKEN_CHARS, OpenError, OpenPolicy, Opened, SealError};
 pub use guard::{Deployment, GuardError, check_deployment};
+pub use hex::{hex, random_id};
 pub use keyfile::{DEFAULT_GRACE_SECS, KeyFile, KeyFileEntry, KeyFileError};
 pub use keys::{KeyRing, KeyRingError, KeyRole, KeySpec, MasterSecret, SecretError};
 pub use random::random_bytes;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest as _, Sha256};
 
 use crate::envelope::length_prefixed;
+use crate::hex::Hex;
 
 /// A boxed, sendable future: keeps [`ReplayStore`] dyn-compatible without
 /// tying it to an async runtime.
@@ -203,24 +204,6 @@ pub fn check_result_size(result: &[u8]) -> Result<(), StoreError> {
         )));
     }
     Ok(())
-}
-
-/// Lowercase hex of a byte string, for `Debug` and text keys.
-struct Hex<'a>(&'a [u8]);
-
-impl fmt::Display for Hex<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for Hex<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
 }
 
 /// The answer of [`ReplayStore::consume`].

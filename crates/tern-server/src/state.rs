@@ -1,6 +1,7 @@
 //! The MCP payload of a sealed `requestState` and its bindings
-//! (SECURITY.md §3.4, §3.6). This module and [`crate::server`] are the only
-//! places where sealed state meets the protocol.
+//! (SECURITY.md §3.4, §3.6). This module and `round/sealed.rs` (the sealed
+//! delivery, which opens and seals it) are the only places where sealed
+//! state meets the protocol.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

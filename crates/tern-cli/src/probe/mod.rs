@@ -103,10 +103,7 @@ pub(crate) fn run(mut args: ProbeArgs) -> Result<ExitCode, String> {
             let tools: Vec<String> = args.tool.iter().cloned().collect();
             return report::report(&tools, probe.sent(), &[case], &args);
         }
-        let token: String = tern::seal::random_bytes::<4>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let token: String = tern::seal::hex(&tern::seal::random_bytes::<4>());
         let want = Wanted {
             tool: args.tool.as_deref(),
             args: &tool_args,

@@ -11,8 +11,8 @@
 //! those very bytes gave, under the same depth limit; anything but a
 //! request whose `_meta` reads cleanly (any error, a notification, a
 //! malformed `_meta`) is left to the general path, so its answer is
-//! unchanged too. The property test below and the `decode_message` fuzz
-//! target check the two agree.
+//! unchanged too. The property test in `tests/api.rs` and the
+//! `decode_message` fuzz target check the two agree.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

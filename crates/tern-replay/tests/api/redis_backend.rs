@@ -183,12 +183,16 @@ async fn a_slow_server_times_out() {
     let store = RedisReplayStore::connect(&server.url(), options)
         .await
         .expect("connects");
-    let client = redis::Client::open(server.url()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connects");
-    // DEBUG SLEEP blocks the single-threaded server for 0.5 s.
+    let sleeper = stall(&server).await;
+    let answer = store.consume(fresh_key(), TTL).await;
+    assert!(matches!(answer, Err(StoreError::Timeout(_))), "{answer:?}");
+    sleeper.await.expect("sleeper finishes");
+}
+
+/// Blocks the single-threaded test server for 0.5 s (DEBUG SLEEP, which
+/// needs `--enable-debug-command local`); the handle ends with the sleep.
+pub(crate) async fn stall(server: &RedisServer) -> tokio::task::JoinHandle<()> {
+    let mut conn = raw(server).await;
     let sleeper = tokio::spawn(async move {
         let _: redis::RedisResult<()> = redis::cmd("DEBUG")
             .arg("SLEEP")
@@ -196,14 +200,13 @@ async fn a_slow_server_times_out() {
             .query_async(&mut conn)
             .await;
     });
+    // Until the server has taken the command.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let answer = store.consume(fresh_key(), TTL).await;
-    assert!(matches!(answer, Err(StoreError::Timeout(_))), "{answer:?}");
-    sleeper.await.expect("sleeper finishes");
+    sleeper
 }
 
 /// A raw connection to the test server, behind the store's back.
-async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+pub(crate) async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
     redis::Client::open(server.url())
         .expect("url")
         .get_multiplexed_async_connection()
@@ -333,15 +336,7 @@ async fn a_slow_server_times_out_for_results() {
     let store = RedisReplayStore::connect(&server.url(), options)
         .await
         .expect("connects");
-    let mut conn = raw(&server).await;
-    let sleeper = tokio::spawn(async move {
-        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
-            .arg("SLEEP")
-            .arg("0.5")
-            .query_async(&mut conn)
-            .await;
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let sleeper = stall(&server).await;
     let read = store.get_result(fresh_key()).await;
     assert!(matches!(read, Err(StoreError::Timeout(_))), "{read:?}");
     let write = store

@@ -11,7 +11,7 @@ use tern_replay::{SqliteOpenError, SqliteOptions, SqliteReplayStore, Synchronous
 use tern_seal::{Consumed, Durability, ReplayStore, StoreError};
 
 use crate::suite::{ALICE, Fixture, TTL};
-use crate::util::{TempDir, fresh_key};
+use crate::util::{TempDir, assert_private, fresh_key};
 
 /// One database file in a scratch directory; each handle opens it anew.
 pub(crate) struct Sqlite<const NORMAL: bool> {
@@ -75,14 +75,7 @@ async fn the_file_and_its_wal_are_owner_only() {
         store.consume(fresh_key(), TTL).await,
         Ok(Consumed::FirstUse)
     );
-    for file in [db.clone(), dir.path().join("replay.db-wal")] {
-        let mode = std::fs::metadata(&file)
-            .expect("exists")
-            .permissions()
-            .mode()
-            & 0o777;
-        assert_eq!(mode, 0o600, "{}", file.display());
-    }
+    assert_private(&[db.clone(), dir.path().join("replay.db-wal")]);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tern_replay::{RedisConnectError, RedisOptions, RedisTaskStore, TASK_KEY_PREFIX};
 use tern_seal::{Durability, StoreError, TaskEntry, TaskStore};
 
-use crate::redis_backend::server;
+use crate::redis_backend::{raw, server, stall};
 use crate::redis_server::{RedisServer, free_port};
 use crate::tasks_suite::{TTL, TaskFixture, answer, fresh_id};
 
@@ -50,15 +50,6 @@ async fn connect(server: &RedisServer) -> RedisTaskStore {
     RedisTaskStore::connect(&server.url(), RedisOptions::default())
         .await
         .expect("the test server accepts connections")
-}
-
-/// A raw connection to the test server, behind the store's back.
-async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connects")
 }
 
 async fn pttl(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
@@ -227,15 +218,7 @@ async fn a_slow_server_times_out_task_calls() {
     let store = RedisTaskStore::connect(&server.url(), options)
         .await
         .expect("connects");
-    let mut conn = raw(&server).await;
-    let sleeper = tokio::spawn(async move {
-        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
-            .arg("SLEEP")
-            .arg("0.5")
-            .query_async(&mut conn)
-            .await;
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let sleeper = stall(&server).await;
     let read = store.get(&fresh_id()).await;
     assert!(matches!(read, Err(StoreError::Timeout(_))), "{read:?}");
     let write = store.put(&fresh_id(), b"late".to_vec(), TTL).await;

@@ -14,7 +14,7 @@ use tern_replay::{
 use tern_seal::{Consumed, Durability, ReplayStore, StoreError, TaskEntry, TaskStore};
 
 use crate::tasks_suite::{TTL, TaskFixture, answer, fresh_id};
-use crate::util::{TempDir, fresh_key};
+use crate::util::{TempDir, assert_private, fresh_key};
 
 /// One database file in a scratch directory; each handle opens it anew.
 pub(crate) struct Sqlite {
@@ -69,14 +69,7 @@ async fn the_task_file_and_its_wal_are_owner_only() {
         .put(&fresh_id(), b"r".to_vec(), TTL)
         .await
         .expect("put");
-    for file in [db.clone(), dir.path().join("tasks.db-wal")] {
-        let mode = std::fs::metadata(&file)
-            .expect("exists")
-            .permissions()
-            .mode()
-            & 0o777;
-        assert_eq!(mode, 0o600, "{}", file.display());
-    }
+    assert_private(&[db.clone(), dir.path().join("tasks.db-wal")]);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Keys and scratch directories for the tests.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,5 +33,17 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Each file exists and only its owner may read or write it (mode 0600).
+pub(crate) fn assert_private(files: &[PathBuf]) {
+    for file in files {
+        let mode = std::fs::metadata(file)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
     }
 }

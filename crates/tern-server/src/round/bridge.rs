@@ -54,14 +54,7 @@ impl<'a> Bridge<'a> {
         }
         let url_ids: Vec<Option<String>> = asked
             .iter()
-            .map(|a| {
-                (a.request["params"]["mode"] == "url").then(|| {
-                    random_bytes::<16>()
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect()
-                })
-            })
+            .map(|a| (a.request["params"]["mode"] == "url").then(tern_seal::random_id))
             .collect();
         let url_capable = session.url_capable();
         if !sink.is_open() && url_capable && url_ids.iter().all(Option::is_some) {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tern_proto::{McpError, Principal};
 use tokio::sync::oneshot;
 
-use tern_seal::TaskStore;
+use tern_seal::{TaskStore, hex};
 
 use super::TaskLimits;
 use super::shared::{self, Shared};
@@ -627,10 +627,6 @@ impl Tasks {
         r.updated = now;
         metrics.task_ended(status.as_str(), secs(now.saturating_sub(r.created)));
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn secs(s: u64) -> Duration {
