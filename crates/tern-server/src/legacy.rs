@@ -23,7 +23,6 @@ use tern_proto::accept::{Envelope, LOG_LEVELS, RequestMeta};
 use tern_proto::decode::{DecodeError, Decoded, Message};
 use tern_proto::finish::{encode_error, encode_notification};
 use tern_proto::{Inbound, McpError, Principal};
-use tern_seal::random_bytes;
 use tern_types::legacy::{
     Era, InitializeRequestParams, InitializeResult, SetLevelRequestParams, SubscribeRequestParams,
     methods as legacy, negotiate_version,
@@ -154,10 +153,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Session {
     fn new(clock: Arc<dyn Clock>) -> Self {
-        let tag: String = random_bytes::<4>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let tag: String = tern_seal::hex(&tern_seal::random_bytes::<4>());
         let now = clock.now();
         Session {
             inner: Arc::new(SessionInner {
@@ -418,6 +414,12 @@ impl Server {
         inbound: Inbound,
         sink: Sink,
     ) -> Reply {
+        // A session's call holds a place among the requests running, as a
+        // modern request does (SECURITY.md, "Every request").
+        let _place = match self.running_place(&req.id, &inbound.principal) {
+            Ok(place) => place,
+            Err(refused) => return refused,
+        };
         let max = self.inner.config.sessions.max_calls;
         let mut call = match session.begin(&req.id, max) {
             Ok(call) => call,
@@ -553,7 +555,7 @@ impl Server {
         a.params.remove("inputResponses");
         a.params.remove("requestState");
         if let Some(authz) = &self.inner.authorize {
-            authz(&principal, &a)?;
+            authz(&principal, &a).map_err(McpError::from)?;
         }
         if let Some(page) = self.list(&a, &reg) {
             return page.map(Some);

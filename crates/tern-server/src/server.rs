@@ -27,7 +27,9 @@ use crate::config::Config;
 use crate::handler::ErasedHandler;
 use crate::metrics::{Metrics, RequestOutcome, method_label};
 use crate::notify::Sink;
-use crate::registry::{PromptDef, Registry, ResourceDef, RouteLimits, TemplateDef, ToolDef};
+use crate::registry::{
+    PromptDef, Registry, ResourceDef, RouteLimits, TemplateDef, ToolDef, state_missing,
+};
 use crate::round::Once;
 use crate::round::sealed::Opened;
 
@@ -50,7 +52,7 @@ pub enum Reply {
 
 /// Decides whether a principal may make a request; runs on every round
 /// (SECURITY.md §3.7). Return an error to refuse.
-pub type Authorize = Arc<dyn Fn(&Principal, &Accepted) -> Result<(), McpError> + Send + Sync>;
+pub type Authorize = Arc<dyn Fn(&Principal, &Accepted) -> Result<(), crate::Error> + Send + Sync>;
 
 /// Which list changed, for listen streams (SUB-S7), or which resource
 /// changed, for legacy sessions subscribed to it.
@@ -254,25 +256,38 @@ impl Server {
         sink: Sink,
     ) -> Reply {
         let id = req.id.clone();
-        let limits = &self.inner.config.requests;
-        let _place = match self.inner.running.enter(&inbound.principal, limits) {
+        let _place = match self.running_place(&id, &inbound.principal) {
             Ok(place) => place,
-            Err(full) => {
-                self.metrics().limit_reached(full.limit());
-                let e = McpError::InvalidRequest(
-                    "too many requests running for this client; wait for one to end".into(),
-                );
-                return Reply::Message {
-                    status: 429,
-                    body: tern_proto::finish::encode_error(Some(id), &e),
-                };
-            }
+            Err(refused) => return refused,
         };
         let span = request_span(&req, meta.as_ref().map(|m| &m.raw));
         let headers = inbound.headers.as_ref();
         let method = method_label(&req.method);
         let run = Box::pin(self.serve(req, meta, headers, inbound.principal, sink));
         self.answer(id, method, span, run, |_| {}).await
+    }
+
+    /// A place among the requests running (per principal and in all), held
+    /// until the request ends, in either era; past the budget, the 429
+    /// reply to send instead.
+    pub(crate) fn running_place(
+        &self,
+        id: &RequestId,
+        principal: &Principal,
+    ) -> Result<crate::running::Place<'_>, Reply> {
+        self.inner
+            .running
+            .enter(principal, &self.inner.config.requests)
+            .map_err(|full| {
+                self.metrics().limit_reached(full.limit());
+                let e = McpError::InvalidRequest(
+                    "too many requests running for this client; wait for one to end".into(),
+                );
+                Reply::Message {
+                    status: 429,
+                    body: tern_proto::finish::encode_error(Some(id.clone()), &e),
+                }
+            })
     }
 
     /// Runs one request inside the panic boundary and turns what it gave
@@ -390,7 +405,7 @@ impl Server {
         let envelope = accept(req, meta, headers, supported)?;
         let a = envelope.resolve(headers, |m| reg.offers(m), supported)?;
         if let Some(authz) = &self.inner.authorize {
-            authz(principal, &a)?;
+            authz(principal, &a).map_err(McpError::from)?;
         }
         if let Some(page) = self.list(&a, &reg) {
             let mut result = page?;
@@ -501,7 +516,15 @@ impl Server {
 
     /// A route added at run time passes the same startup guards as one
     /// given to the builder (SECURITY.md §3.9).
-    fn admit(&self, limits: &RouteLimits) -> Result<(), BuildError> {
+    fn admit(
+        &self,
+        (kind, name): (&str, &str),
+        handler: &Arc<dyn ErasedHandler>,
+        limits: &RouteLimits,
+    ) -> Result<(), BuildError> {
+        if let Some(missing) = state_missing(kind, name, handler, &self.inner.app_state) {
+            return Err(BuildError::new(missing));
+        }
         if limits.idempotent && !self.inner.replay.keeps_results() {
             return Err(BuildError::new(
                 "idempotent routes need a replay store that keeps results",
@@ -515,10 +538,11 @@ impl Server {
     }
 
     /// Adds (or replaces) a tool at run time and tells listeners (SUB-S7).
-    /// A single-use or idempotent tool the deployment cannot guard is
-    /// refused, as the builder would.
+    /// A tool taking a `State<S>` the server was not given, or a single-use
+    /// or idempotent tool the deployment cannot guard, is refused, as the
+    /// builder would.
     pub fn add_tool(&self, tool: ToolDef) -> Result<(), BuildError> {
-        self.admit(&tool.limits)?;
+        self.admit(("tool", &tool.name), &tool.handler, &tool.limits)?;
         self.update(Change::Tools, |r| r.add_tool(tool));
         Ok(())
     }
@@ -531,7 +555,7 @@ impl Server {
     /// Adds (or replaces) a prompt at run time and tells listeners, with
     /// the guards of [`Server::add_tool`].
     pub fn add_prompt(&self, prompt: PromptDef) -> Result<(), BuildError> {
-        self.admit(&prompt.limits)?;
+        self.admit(("prompt", &prompt.name), &prompt.handler, &prompt.limits)?;
         self.update(Change::Prompts, |r| r.add_prompt(prompt));
         Ok(())
     }
@@ -544,7 +568,11 @@ impl Server {
     /// Adds (or replaces) a resource at run time and tells listeners, with
     /// the guards of [`Server::add_tool`].
     pub fn add_resource(&self, resource: ResourceDef) -> Result<(), BuildError> {
-        self.admit(&resource.limits)?;
+        self.admit(
+            ("resource", &resource.uri),
+            &resource.handler,
+            &resource.limits,
+        )?;
         self.update(Change::Resources, |r| r.add_resource(resource));
         Ok(())
     }
@@ -552,7 +580,11 @@ impl Server {
     /// Adds (or replaces) a resource template at run time and tells
     /// listeners, with the guards of [`Server::add_tool`].
     pub fn add_resource_template(&self, template: TemplateDef) -> Result<(), BuildError> {
-        self.admit(&template.limits)?;
+        self.admit(
+            ("resource template", &template.template),
+            &template.handler,
+            &template.limits,
+        )?;
         self.update(Change::Resources, |r| r.add_template(template));
         Ok(())
     }
@@ -560,10 +592,7 @@ impl Server {
 
 /// A short random id naming one failure's log line.
 fn correlation_id() -> String {
-    random_bytes::<8>()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    tern_seal::hex(&random_bytes::<8>())
 }
 
 /// Moves the asked requests into the result's map: the round is sealed by

@@ -150,7 +150,7 @@ impl<T> SessionTable<T> {
         };
         let result = match need {
             None => Ok(()),
-            Some(refusal) => match longest_idle(&all, &owner) {
+            Some(refusal) => match victim(&all, &owner) {
                 Some(victim) => {
                     if let Some(e) = all.remove(&victim) {
                         dropped.push(("evicted", e.session));
@@ -162,7 +162,7 @@ impl<T> SessionTable<T> {
             },
         };
         let opened = result.map(|()| {
-            let id = hex(&self.server.new_connection_id());
+            let id = tern_seal::hex(&self.server.new_connection_id());
             let extra = Arc::new(extra);
             all.insert(
                 id.clone(),
@@ -230,14 +230,25 @@ impl<T> SessionTable<T> {
     }
 }
 
-/// The longest-idle session of `owner` with no call running.
-fn longest_idle<T>(all: &HashMap<String, Entry<T>>, owner: &Principal) -> Option<String> {
-    all.iter()
-        .filter(|(_, e)| e.owner == *owner && e.session.calls_running() == 0)
-        .min_by_key(|(_, e)| e.session.recency())
-        .map(|(id, _)| id.clone())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The session `owner` gives up to make room for a new one: its
+/// longest-idle session with no call running. An identified principal
+/// whose sessions are all busy is refused instead (its own calls are not
+/// ended behind its back). Without authentication every client is the one
+/// anonymous principal, and none may hold the table against the others:
+/// when all are busy, the longest-idle of them goes, its calls ended as by
+/// `DELETE`.
+fn victim<T>(all: &HashMap<String, Entry<T>>, owner: &Principal) -> Option<String> {
+    let longest_idle = |busy_too: bool| {
+        all.iter()
+            .filter(|(_, e)| e.owner == *owner && (busy_too || e.session.calls_running() == 0))
+            .min_by_key(|(_, e)| e.session.recency())
+            .map(|(id, _)| id.clone())
+    };
+    longest_idle(false).or_else(|| {
+        if *owner == Principal::Anonymous {
+            longest_idle(true)
+        } else {
+            None
+        }
+    })
 }

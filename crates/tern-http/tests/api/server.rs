@@ -456,6 +456,10 @@ impl tern_http::Authenticate for ByHeader {
             .get("x-who")
             .and_then(|v| v.to_str().ok())
             .unwrap_or("nobody");
+        // `x-who: anonymous` stands for a server without authentication.
+        if who == "anonymous" {
+            return Ok(tern_proto::Principal::Anonymous);
+        }
         Ok(tern_proto::Principal::Static {
             secret_id: who.to_owned(),
         })

@@ -36,6 +36,12 @@ async fn guarded(State(seen): State<Arc<Seen>>, ask: Ask) -> Result<ToolResult, 
     }
 }
 
+async fn sample(State(seen): State<Arc<Seen>>, ask: Ask) -> Result<ToolResult, Error> {
+    ask.all(Need::sample_text("q", "2+2?", 10))?;
+    seen.went_on.fetch_add(1, Ordering::SeqCst);
+    Ok(ToolResult::text("sampled"))
+}
+
 async fn workspace(State(seen): State<Arc<Seen>>, ask: Ask) -> Result<ToolResult, Error> {
     let roots = ask.all(Need::roots("workspace"))?;
     let uris: Vec<String> = roots.into_iter().map(|r| r.uri).collect();
@@ -69,6 +75,7 @@ async fn start(limits: SessionLimits, answer_timeout: Duration) -> Fixture {
         .tool("confirm", "asks first", confirm)
         .tool("guarded", "asks, then acts", guarded)
         .tool("workspace", "reads the roots", workspace)
+        .tool("sample", "asks the client's model", sample)
         .tool("redeem", "redeems a code once", redeem)
         .state(seen.clone())
         .clock(clock.clone())
@@ -100,12 +107,13 @@ fn limits(max_open: usize, max_per_principal: usize, max_calls: usize) -> Sessio
     }
 }
 
-/// `initialize` as `who` (an `x-who` principal, or `anonymous` without the
-/// header); the session id, or the refusal's status and body.
+/// `initialize` as `who` (an `x-who` principal; `anonymous` is the
+/// principal of a server without authentication); the session id, or the
+/// refusal's status and body.
 async fn open_as(addr: SocketAddr, who: &str) -> Result<String, (StatusCode, Value)> {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}, "roots": {}},
+        "capabilities": {"elicitation": {}, "roots": {}, "sampling": {}},
         "clientInfo": {"name": "legacy", "version": "1"}}});
     let r = legacy_post(addr, who, None)
         .body(init.to_string())
@@ -212,6 +220,81 @@ async fn a_principal_whose_sessions_are_all_busy_is_refused_alone() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     open_as(f.addr, "alice").await.unwrap();
     assert_eq!(f.server.metrics().limits_reached("sessions"), 2);
+}
+
+#[tokio::test]
+async fn anonymous_clients_cannot_hold_the_table_with_busy_sessions() {
+    // Without authentication every client is one principal: when each
+    // open session has a call running, a newcomer still gets in, and the
+    // longest-idle session goes with its call and stream (SECURITY.md,
+    // "2025-11-25 sessions").
+    let f = start(limits(2, 2, 16), Duration::from_secs(600)).await;
+    let first = open_as(f.addr, "anonymous").await.unwrap();
+    let (mut first_call, _) = asked(f.addr, "anonymous", &first, 1, "confirm").await;
+    let second = open_as(f.addr, "anonymous").await.unwrap();
+    let (_second_call, _) = asked(f.addr, "anonymous", &second, 1, "confirm").await;
+    let third = open_as(f.addr, "anonymous").await.unwrap();
+    ends(&mut first_call, Duration::from_secs(2)).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+    assert_eq!(
+        post(f.addr, "anonymous", &first, &ping).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    for sid in [&second, &third] {
+        assert_eq!(
+            post(f.addr, "anonymous", sid, &ping).await.status(),
+            StatusCode::OK
+        );
+    }
+    let metrics = f.server.metrics();
+    assert_eq!(metrics.sessions_closed("evicted"), 1);
+    assert_eq!(metrics.limits_reached("sessions"), 1);
+}
+
+#[tokio::test]
+async fn a_sessions_calls_hold_places_among_the_requests_running() {
+    // SECURITY.md "Every request": a call in a session counts against the
+    // requests running per principal and in all, as a modern one does.
+    let clock = ManualClock::new(1_800_000_000);
+    let server = Server::builder("t", "1")
+        .tool("hello", "says hello", hello)
+        .tool("confirm", "asks first", confirm)
+        .clock(clock)
+        .config(Config {
+            requests: tern_server::RequestLimits {
+                max_running_per_principal: 2,
+                max_running: 3,
+            },
+            ..Config::default()
+        })
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = tern_http::router(server.clone(), HttpOptions::default(), Arc::new(ByHeader));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let s1 = open_as(addr, "mallory").await.unwrap();
+    let s2 = open_as(addr, "mallory").await.unwrap();
+    let (_c1, _) = asked(addr, "mallory", &s1, 1, "confirm").await;
+    let (_c2, _) = asked(addr, "mallory", &s2, 1, "confirm").await;
+    // Mallory's share is spent, in any of her sessions.
+    let (status, body) =
+        json_of(post(addr, "mallory", &s1, &call(2, "hello", json!({}))).await).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["id"], 2);
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "Invalid request: too many requests running for this client; wait for one to end"
+    );
+    assert_eq!(server.metrics().limits_reached("requests_per_principal"), 1);
+    // Another principal still has the rest of the total.
+    let alice = open_as(addr, "alice").await.unwrap();
+    let (_a1, _) = asked(addr, "alice", &alice, 1, "confirm").await;
+    let (status, _) =
+        json_of(post(addr, "alice", &alice, &call(2, "hello", json!({}))).await).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(server.metrics().limits_reached("requests"), 1);
 }
 
 #[tokio::test]
@@ -475,4 +558,29 @@ async fn a_root_that_climbs_out_is_refused_in_a_session_too() {
         );
     }
     assert!(f.seen.roots.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_sampling_answer_missing_its_content_is_refused_in_a_session_too() {
+    // The image block without data or mimeType, on the 2025-11-25
+    // bridge: the same check as an `inputResponses` entry.
+    let f = start(limits(8, 4, 16), Duration::from_secs(600)).await;
+    let sid = open_as(f.addr, "alice").await.unwrap();
+    let (mut events, q) = asked(f.addr, "alice", &sid, 1, "sample").await;
+    assert_eq!(q["method"], "sampling/createMessage");
+    let answer = json!({"jsonrpc": "2.0", "id": q["id"], "result": {
+        "role": "assistant", "model": "m", "content": {"type": "image"}}});
+    assert_eq!(
+        post(f.addr, "alice", &sid, &answer).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let (_, data) = events.next().await.unwrap();
+    let done: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(done["error"]["code"], -32602, "{done}");
+    assert_eq!(done["error"]["data"]["key"], "q", "{done}");
+    assert_eq!(
+        done["error"]["message"], "inputResponses.q: content block 0: missing field `data`",
+        "{done}"
+    );
+    assert_eq!(f.seen.went_on.load(Ordering::SeqCst), 0);
 }
