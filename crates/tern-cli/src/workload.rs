@@ -40,7 +40,7 @@ impl Logins {
             .base_url
             .get()
             .map_or("http://127.0.0.1", String::as_str);
-        format!("{base}/login/{}", hex(flow))
+        format!("{base}/login/{}", tern::seal::hex(flow))
     }
 
     fn complete(&self, id: &str) -> bool {
@@ -56,10 +56,6 @@ impl Logins {
             .map(|c| c.contains(flow))
             .unwrap_or(false)
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn unhex(s: &str) -> Option<[u8; 16]> {
@@ -343,8 +339,8 @@ pub(crate) fn server(builder: ServerBuilder, logins: Arc<Logins>) -> ServerBuild
             ToolDef::new("login", "Signs in through a page the person opens in a browser", login)
                 .limits(RouteLimits { max_rounds: Some(20), ..RouteLimits::default() }),
         )
-        .prompt(PromptDef::new("review", "A review request whose focus the person chooses", review))
-        .resource(
+        .prompt_def(PromptDef::new("review", "A review request whose focus the person chooses", review))
+        .resource_def(
             ResourceDef::new("config://secret", "secret configuration", secret)
                 .mime_type("text/plain")
                 .description("Revealed only after the person confirms"),

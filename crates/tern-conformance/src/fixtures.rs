@@ -597,12 +597,12 @@ fn legacy_tools(b: ServerBuilder) -> ServerBuilder {
 
 /// The prompts, one of them asking for input (MRTR on `prompts/get`).
 fn prompts(b: ServerBuilder) -> ServerBuilder {
-    b.prompt(PromptDef::new(
+    b.prompt_def(PromptDef::new(
         "test_simple_prompt",
         "A simple prompt",
         simple_prompt,
     ))
-    .prompt(
+    .prompt_def(
         PromptDef::new(
             "test_prompt_with_arguments",
             "A prompt with arguments",
@@ -611,7 +611,7 @@ fn prompts(b: ServerBuilder) -> ServerBuilder {
         .argument("arg1", "First argument", true)
         .argument("arg2", "Second argument", true),
     )
-    .prompt(
+    .prompt_def(
         PromptDef::new(
             "test_prompt_with_embedded_resource",
             "A prompt with a resource",
@@ -619,12 +619,12 @@ fn prompts(b: ServerBuilder) -> ServerBuilder {
         )
         .argument("resourceUri", "The resource to embed", true),
     )
-    .prompt(PromptDef::new(
+    .prompt_def(PromptDef::new(
         "test_prompt_with_image",
         "A prompt with an image",
         prompt_with_image,
     ))
-    .prompt(PromptDef::new(
+    .prompt_def(PromptDef::new(
         "test_input_required_result_prompt",
         "Asks for context (MRTR on prompts/get)",
         mrtr_prompt,
@@ -633,20 +633,20 @@ fn prompts(b: ServerBuilder) -> ServerBuilder {
 
 /// The resources and the resource template.
 fn resources(b: ServerBuilder) -> ServerBuilder {
-    b.resource(
+    b.resource_def(
         ResourceDef::new("test://static-text", "Static text", static_text)
             .mime_type("text/plain")
             .description("A static text resource"),
     )
-    .resource(
+    .resource_def(
         ResourceDef::new("test://static-binary", "Static binary", static_binary)
             .mime_type("image/png"),
     )
-    .resource(
+    .resource_def(
         ResourceDef::new("test://watched-resource", "Watched resource", watched)
             .mime_type("text/plain"),
     )
-    .resource_template(
+    .template_def(
         TemplateDef::new("test://template/{id}/data", "Template data", template)
             .mime_type("application/json"),
     )

@@ -5,11 +5,9 @@ use std::any::Any;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use tern_proto::Principal;
 use tern_proto::accept::Accepted;
-use tern_proto::{McpError, Principal};
-use tern_seal::{
-    Deployment, KeyRing, MemoryReplayStore, ReplayStore, check_deployment, random_bytes,
-};
+use tern_seal::{Deployment, KeyRing, MemoryReplayStore, ReplayStore, check_deployment};
 use tern_types::Implementation;
 use tokio::sync::broadcast;
 
@@ -79,7 +77,13 @@ impl Server {
 }
 
 impl ServerBuilder {
-    /// Registers a tool with a name, a description and a handler.
+    // Every kind of route registers the same two ways: `KIND(name, text,
+    // handler)` for the plain case, `KIND_def(def)` for one described in
+    // full (arguments, annotations, single use, tasks, ...). The run-time
+    // `Server::add_*` take the same definitions.
+
+    /// Registers a tool with a name, a description and a handler; its
+    /// input schema comes from the handler's `Args<T>`.
     #[must_use]
     pub fn tool<H: Handler<A>, A: 'static>(
         self,
@@ -97,23 +101,53 @@ impl ServerBuilder {
         self
     }
 
-    /// Registers a prompt (replacing one of the same name).
+    /// Registers a prompt with a name, a description and a handler; its
+    /// arguments come from the handler's `Args<T>`.
     #[must_use]
-    pub fn prompt(mut self, def: PromptDef) -> Self {
+    pub fn prompt<H: Handler<A>, A: 'static>(
+        self,
+        name: &str,
+        description: &str,
+        handler: H,
+    ) -> Self {
+        self.prompt_def(PromptDef::new(name, description, handler))
+    }
+
+    /// Registers a fully described prompt (replacing one of the same name).
+    #[must_use]
+    pub fn prompt_def(mut self, def: PromptDef) -> Self {
         self.registry.add_prompt(def);
         self
     }
 
-    /// Registers a resource (replacing one at the same URI).
+    /// Registers a resource with its URI, a name and a handler.
     #[must_use]
-    pub fn resource(mut self, def: ResourceDef) -> Self {
+    pub fn resource<H: Handler<A>, A: 'static>(self, uri: &str, name: &str, handler: H) -> Self {
+        self.resource_def(ResourceDef::new(uri, name, handler))
+    }
+
+    /// Registers a fully described resource (replacing one at the same URI).
+    #[must_use]
+    pub fn resource_def(mut self, def: ResourceDef) -> Self {
         self.registry.add_resource(def);
         self
     }
 
-    /// Registers a resource template.
+    /// Registers a resource template (RFC 6570 level 1) with a name and a
+    /// handler.
     #[must_use]
-    pub fn resource_template(mut self, def: TemplateDef) -> Self {
+    pub fn resource_template<H: Handler<A>, A: 'static>(
+        self,
+        uri_template: &str,
+        name: &str,
+        handler: H,
+    ) -> Self {
+        self.template_def(TemplateDef::new(uri_template, name, handler))
+    }
+
+    /// Registers a fully described resource template.
+    #[must_use]
+    pub fn template_def(mut self, def: TemplateDef) -> Self {
         self.registry.add_template(def);
         self
     }
@@ -164,11 +198,13 @@ impl ServerBuilder {
     }
 
     /// Installs the authorization hook, run on every request and every
-    /// round with the current principal (SECURITY.md §3.7).
+    /// round with the current principal (SECURITY.md §3.7). A refusal is
+    /// an [`Error`](crate::Error), usually [`Error::application`](crate::Error::application)
+    /// with the server's own code.
     #[must_use]
     pub fn authorize(
         mut self,
-        f: impl Fn(&Principal, &Accepted) -> Result<(), McpError> + Send + Sync + 'static,
+        f: impl Fn(&Principal, &Accepted) -> Result<(), crate::Error> + Send + Sync + 'static,
     ) -> Self {
         self.authorize = Some(Arc::new(f));
         self
@@ -282,10 +318,7 @@ impl ServerBuilder {
         let resource_id = self.resource_id.unwrap_or_else(|| {
             // A random deployment id: states from any other process never
             // open here.
-            random_bytes::<16>()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect()
+            tern_seal::random_id()
         });
         let (changes, _) = broadcast::channel(64);
         let info = serde_json::to_value(&self.info).map_err(|e| BuildError(e.to_string()))?;

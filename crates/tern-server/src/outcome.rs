@@ -64,8 +64,11 @@ impl Pending {
     }
 }
 
-/// A handler's error: input to ask for, a protocol error, or a tool error.
-/// `?` converts the first two from [`Pending`] and [`McpError`].
+/// The one error type a handler (and the authorization hook) returns:
+/// input to ask for, an error for the peer, or a tool error. `?` converts
+/// the first two from [`Pending`] and [`McpError`], and the helpers of
+/// [`crate::Elicited`] produce the refusals a person's decline or cancel
+/// calls for, so a handler rarely names `McpError` itself.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -87,6 +90,34 @@ impl Error {
     /// for example "the person declined".
     pub fn application(code: i64, message: impl Into<String>) -> Self {
         Error::Protocol(McpError::application(code, message, None))
+    }
+
+    /// Invalid arguments the schema could not catch (-32602): the message
+    /// goes to the peer.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Error::Protocol(McpError::invalid_params(message))
+    }
+
+    /// An unexpected failure (-32603): the message goes to the server's log
+    /// only, the peer sees "Internal error" and an id naming the log line
+    /// (SECURITY.md §3.5).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::Protocol(McpError::Internal(message.into()))
+    }
+}
+
+impl From<Error> for McpError {
+    /// The wire error for a refusal outside a handler's round (the
+    /// authorization hook): a tool error or a request for input cannot be
+    /// answered there, so they become -32603 with the reason logged.
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Protocol(e) => e,
+            Error::Tool(m) => McpError::Internal(format!("a tool error outside a tool call: {m}")),
+            Error::Input(_) => {
+                McpError::Internal("input asked for outside a handler's round".into())
+            }
+        }
     }
 }
 

@@ -12,8 +12,8 @@ use tern_types::methods::Method;
 use crate::handler::{ErasedHandler, Handler, erase};
 use crate::tasks::TaskSupport;
 
-/// Per-route limits for multi round-trip flows (ARCHITECTURE.md: the lower
-/// of the route's and the server's ceiling applies).
+/// Per-route limits for multi round-trip flows (the lower of the route's
+/// and the server's round ceiling applies; SECURITY.md, "Budgets").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RouteLimits {
     /// The most input rounds this route may ask for.
@@ -582,6 +582,23 @@ pub(crate) struct Registry {
     pub(crate) completion: Option<Arc<dyn ErasedHandler>>,
 }
 
+/// What `handler` (the route `kind` `name`) takes as `State<S>` that
+/// `given` does not hold, said for the developer.
+pub(crate) fn state_missing(
+    kind: &str,
+    name: &str,
+    handler: &Arc<dyn ErasedHandler>,
+    given: &crate::server::AppState,
+) -> Option<String> {
+    let (_, type_name) = handler
+        .states()
+        .into_iter()
+        .find(|(id, _)| !given.contains_key(id))?;
+    Some(format!(
+        "{kind} {name} takes State<{type_name}>, but the server was given no such state: add .state(...) to the builder"
+    ))
+}
+
 impl Registry {
     /// The first route whose handler takes a `State<S>` that `given` does
     /// not hold, said for the developer.
@@ -606,16 +623,9 @@ impl Registry {
                     .map(|t| ("resource template", t.template.as_str(), &t.handler)),
             )
             .chain(self.completion.iter().map(|h| ("completion", "handler", h)));
-        for (kind, name, handler) in routes {
-            for (id, type_name) in handler.states() {
-                if !given.contains_key(&id) {
-                    return Some(format!(
-                        "{kind} {name} takes State<{type_name}>, but the server was given no such state: add .state(...) to the builder"
-                    ));
-                }
-            }
-        }
-        None
+        routes
+            .into_iter()
+            .find_map(|(kind, name, handler)| state_missing(kind, name, handler, given))
     }
 
     /// Whether `method` is served here: a list or read method only with

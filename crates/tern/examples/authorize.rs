@@ -19,7 +19,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tern::proto::McpError;
+use tern::server::Error;
 
 #[path = "stdio_form_confirm.rs"]
 #[allow(dead_code)] // its `main`
@@ -38,10 +38,9 @@ pub(crate) fn server(open: Arc<AtomicBool>) -> tern::server::Server {
                 // The peer sees this server's own code (outside the
                 // reserved ranges, ERR-5) and text; the log has who.
                 tracing::info!(?principal, "booking refused: the desk is closed");
-                return Err(McpError::application(
+                return Err(Error::application(
                     DESK_CLOSED,
                     "the booking desk is closed",
-                    None,
                 ));
             }
             Ok(())

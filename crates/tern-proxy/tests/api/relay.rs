@@ -328,7 +328,7 @@ async fn a_template_with_reserved_and_query_expressions_is_routed() {
         let rev = vars.get("rev").map_or("head", String::as_str);
         tern_server::ResourceResult::text(&uri, "text/plain", format!("{} at {rev}", vars["path"]))
     }
-    let upstream = upstream_server().resource_template(tern_server::TemplateDef::new(
+    let upstream = upstream_server().template_def(tern_server::TemplateDef::new(
         "repo://files/{+path}{?rev}",
         "file",
         file,

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
-use tern_proto::McpError;
 use tern_server::{Ask, Either, Error, Need, OneOf, Server, ToolResult};
 use tern_types::methods::Method;
 
@@ -171,7 +170,7 @@ async fn authorization_runs_again_on_every_round() {
             .tool("deploy", "d", deploy)
             .authorize(move |_p, a| {
                 if a.method == Method::ToolsCall && flag.load(Ordering::SeqCst) {
-                    return Err(McpError::application(-31003, "access revoked", None));
+                    return Err(Error::application(-31003, "access revoked"));
                 }
                 Ok(())
             }),

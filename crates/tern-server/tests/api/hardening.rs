@@ -79,7 +79,7 @@ fn harness() -> Harness {
             .tool("exploding", "panics in an extractor", uses_exploding)
             .tool("internal", "fails inside", internal)
             .tool("echo", "echoes", echo)
-            .prompt(PromptDef::new("failing", "fails", failing_prompt)),
+            .prompt_def(PromptDef::new("failing", "fails", failing_prompt)),
     )
 }
 
@@ -240,10 +240,11 @@ fn a_single_use_route_of_any_kind_needs_a_store_that_remembers() {
     let keys = || KeyRing::ephemeral().unwrap();
     let memory = || Arc::new(MemoryReplayStore::new());
     let builders = [
-        Server::builder("t", "1").prompt(PromptDef::new("p", "p", prompt).single_use()),
-        Server::builder("t", "1").resource(ResourceDef::new("r://x", "x", resource).single_use()),
+        Server::builder("t", "1").prompt_def(PromptDef::new("p", "p", prompt).single_use()),
         Server::builder("t", "1")
-            .resource_template(TemplateDef::new("r://{id}", "x", resource).single_use()),
+            .resource_def(ResourceDef::new("r://x", "x", resource).single_use()),
+        Server::builder("t", "1")
+            .template_def(TemplateDef::new("r://{id}", "x", resource).single_use()),
         Server::builder("t", "1").tool_def(ToolDef::new("t", "t", echo).single_use()),
     ];
     for b in builders {
@@ -252,7 +253,7 @@ fn a_single_use_route_of_any_kind_needs_a_store_that_remembers() {
     }
     // With an ephemeral key a memory store is fine: states die with it.
     Server::builder("t", "1")
-        .prompt(PromptDef::new("p", "p", prompt).single_use())
+        .prompt_def(PromptDef::new("p", "p", prompt).single_use())
         .build()
         .unwrap();
 }

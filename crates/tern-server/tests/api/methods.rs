@@ -31,8 +31,8 @@ fn harness() -> Harness {
             page_size: 2,
             ..Config::default()
         })
-        .resource(ResourceDef::new("config://secret", "secret", secret))
-        .prompt(
+        .resource_def(ResourceDef::new("config://secret", "secret", secret))
+        .prompt_def(
             PromptDef::new(
                 "review",
                 "r",
@@ -209,7 +209,7 @@ struct Brief {
 
 #[tokio::test]
 async fn a_prompts_arguments_come_from_its_args_type() {
-    let h = Harness::new(Server::builder("t", "1").prompt(PromptDef::new(
+    let h = Harness::new(Server::builder("t", "1").prompt_def(PromptDef::new(
         "brief",
         "a brief",
         |Args(b): Args<Brief>| async move {
@@ -273,4 +273,31 @@ async fn a_handler_takes_several_states_and_a_missing_one_is_refused_when_built(
     );
     let reply = h.send(&call("greet", json!({}), json!({}))).await;
     assert_eq!(text(result(&reply)), "hi x2");
+}
+
+#[tokio::test]
+async fn a_route_added_at_run_time_is_refused_without_its_state() {
+    let h = Harness::new(Server::builder("t", "1").state(Greeting("hi")));
+    let refused = h
+        .server
+        .add_tool(tern_server::ToolDef::new("greet", "greets", greet))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("tool greet takes State<") && refused.contains("Count>"),
+        "{refused}"
+    );
+    // Nothing was added.
+    let (code, _) = error(&h.send(&call("greet", json!({}), json!({}))).await);
+    assert_eq!(code, -32602);
+    let h = Harness::new(
+        Server::builder("t", "1")
+            .state(Greeting("hi"))
+            .state(Count(3)),
+    );
+    h.server
+        .add_tool(tern_server::ToolDef::new("greet", "greets", greet))
+        .expect("its states are there");
+    let reply = h.send(&call("greet", json!({}), json!({}))).await;
+    assert_eq!(text(result(&reply)), "hi x3");
 }

@@ -39,7 +39,7 @@ fn harness() -> Harness {
             .tool("approve", "asks for approval", approve)
             .tool("approve_too", "asks for approval too", approve)
             .tool("deploy", "deploys", deploy)
-            .prompt(tern_server::PromptDef::new(
+            .prompt_def(tern_server::PromptDef::new(
                 "deploy",
                 "asks",
                 |ask: Ask| async move {
