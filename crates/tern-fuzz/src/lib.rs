@@ -18,6 +18,8 @@
 
 mod generate;
 mod session;
+#[cfg(test)]
+mod short;
 mod targets;
 
 pub use generate::{Rng, mutate, value_from};

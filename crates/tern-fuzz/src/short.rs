@@ -1,10 +1,11 @@
 //! A short run of every fuzz target: its corpus (regression vectors
 //! included) and a few thousand generated and mutated cases, seconds in
-//! all. The long run is `tern-fuzz TARGET --cases N` (README).
+//! all. The long run is `tern-fuzz TARGET --cases N` (README). Unit tests
+//! rather than an integration test, so testing links no `tern-fuzz` binary.
 
 fn short(name: &str, cases: u64) {
-    let target = tern_fuzz::target(name).expect("a target of that name");
-    let report = tern_fuzz::run(target, cases, 0x7e57);
+    let target = crate::target(name).expect("a target of that name");
+    let report = crate::run(target, cases, 0x7e57);
     assert_eq!(report.cases, cases + report.corpus);
 }
 
@@ -55,9 +56,9 @@ fn legacy_session() {
 
 #[test]
 fn every_target_has_a_corpus() {
-    for t in tern_fuzz::TARGETS {
+    for t in crate::TARGETS {
         assert!(
-            !tern_fuzz::corpus(t.name).is_empty(),
+            !crate::corpus(t.name).is_empty(),
             "{} has no corpus",
             t.name
         );

@@ -159,6 +159,17 @@ impl Delivery for Once {
     async fn completed(&mut self, _: &Server, _: &Map<String, Value>) {}
 }
 
+/// The URI a `resources/read` asked for, which its result names.
+fn read_uri(a: &Accepted) -> Option<String> {
+    if a.method != Method::ResourcesRead {
+        return None;
+    }
+    a.params
+        .get("uri")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 impl Server {
     /// Runs `route`'s handler for the accepted request `a` until it
     /// completes or a round ends the request, delivering each round it asks
@@ -184,14 +195,7 @@ impl Server {
             tracing::Span::current().record("round", round);
         }
         let as_task = task_owner(&route, &a, &principal);
-        let read_uri = (a.method == Method::ResourcesRead)
-            .then(|| {
-                a.params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .flatten();
+        let read_uri = read_uri(&a);
         let Accepted {
             id,
             method,
@@ -256,18 +260,9 @@ impl Server {
             let pending = match outcome {
                 Outcome::InputRequired(p) => p,
                 outcome => {
-                    let complete = matches!(outcome, Outcome::Complete(_));
-                    let mut result = self.finished(method, outcome)?;
-                    if let Some(uri) = &read_uri {
-                        crate::content::fill_read_uri(&mut result, uri);
-                    }
-                    stamp_complete(&mut result, Some(&self.inner.info));
-                    // A tool error is a result too, but not a completion
-                    // (it is neither kept for replays nor ends a URL step).
-                    if complete {
-                        delivery.completed(self, &result).await;
-                    }
-                    return Ok(result);
+                    return self
+                        .conclude(method, outcome, read_uri.as_deref(), delivery)
+                        .await;
                 }
             };
             let Some(flow) = flow else {
@@ -292,6 +287,29 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// The request's answer from its handler's last outcome: the result,
+    /// stamped (and naming the URI a `resources/read` asked for), or the
+    /// error. A complete result is the delivery's to keep (for replays, to
+    /// end a URL step); a tool error is a result too, but not a completion.
+    async fn conclude<D: Delivery>(
+        &self,
+        method: Method,
+        outcome: Outcome,
+        read_uri: Option<&str>,
+        delivery: &mut D,
+    ) -> Result<Map<String, Value>, McpError> {
+        let complete = matches!(outcome, Outcome::Complete(_));
+        let mut result = self.finished(method, outcome)?;
+        if let Some(uri) = read_uri {
+            crate::content::fill_read_uri(&mut result, uri);
+        }
+        stamp_complete(&mut result, Some(&self.inner.info));
+        if complete {
+            delivery.completed(self, &result).await;
+        }
+        Ok(result)
     }
 
     /// A handler's final outcome as a result (not yet stamped) or an error
@@ -355,10 +373,7 @@ impl Server {
         caps: tern_types::ClientCapabilities,
         ceiling: u8,
     ) -> Result<Map<String, Value>, McpError> {
-        let id: String = tern_seal::random_bytes::<16>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let id = tern_seal::random_id();
         let tasks = &self.inner.tasks;
         let created = tasks.create(&id, principal, self.metrics())?;
         if let Err(e) = tasks.publish(&id).await {
