@@ -98,19 +98,11 @@ impl Asked {
     }
 }
 
-impl Asked {
-    /// Checks `answer` as the answer to this question, as the parser of its
-    /// kind does for a handler (a form's schema, a URL step's outcome,
-    /// a sample's content, the roots), without typing it: what a round
-    /// delivered outside a handler's run is checked before it is kept.
-    pub(crate) fn check(&self, answer: &Value) -> Result<(), McpError> {
-        check_relayed(&self.key, &self.request, answer)
-    }
-}
-
-/// Checks `answer` as the answer to `request` asked under `key`, by its
-/// kind's parser (what [`Asked::check`] does where only the request was
-/// kept, as a fleet's task store keeps it).
+/// Checks `answer` as the answer to `request` asked under `key` (the key
+/// it came under, named in a refusal), by its kind's parser as a handler's
+/// round does (a form's schema, a URL step's outcome, a sample's content,
+/// the roots) without typing it: what a task's round or a fleet's store
+/// delivered outside a handler's run is checked before it is kept.
 pub(crate) fn check_relayed(key: &str, request: &Value, answer: &Value) -> Result<(), McpError> {
     let question = need::Question::Built(request.clone());
     parse::parse_relayed(key, &question, answer).map(drop)

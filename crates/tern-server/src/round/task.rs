@@ -20,7 +20,7 @@ use tern_types::ClientCapabilities;
 use tern_types::methods::FlowMethod;
 
 use super::{Delivered, Delivery, Start};
-use crate::ask::{Ask, AskContext, Asked, NeedSet};
+use crate::ask::{Ask, AskContext, Asked, NeedSet, check_relayed};
 use crate::outcome::{Error, Pending};
 use crate::server::Server;
 use crate::tasks::TaskId;
@@ -109,13 +109,11 @@ impl Delivery for &TaskRound {
         let asked: Arc<Vec<Asked>> = Arc::new(round.requests);
         let check: Check = {
             let asked = asked.clone();
-            Arc::new(move |answers: &Map<String, Value>| {
-                for q in asked.iter() {
-                    if let Some(a) = answers.get(&q.key) {
-                        q.check(a)?;
-                    }
+            Arc::new(move |key: &str, wire: &str, answer: &Value| {
+                match asked.iter().find(|q| q.key == key) {
+                    Some(q) => check_relayed(wire, &q.request, answer),
+                    None => Ok(()),
                 }
-                Ok(())
             })
         };
         let questions = asked

@@ -63,9 +63,10 @@ impl Status {
     }
 }
 
-/// Checks a round's answers so far (under the handler's keys): `Err` names
-/// the first that does not fit its question.
-pub(crate) type Check = Arc<dyn Fn(&Map<String, Value>) -> Result<(), McpError> + Send + Sync>;
+/// Checks one answer against the question asked under the handler's `key`;
+/// `Err` names the key it came under on the wire (`wire`), the one the
+/// client sent, as a fleet's other instances name it.
+pub(crate) type Check = Arc<dyn Fn(&str, &str, &Value) -> Result<(), McpError> + Send + Sync>;
 
 /// One question of an open round: the key on the wire (never reused within
 /// a task), the handler's key, and the request.
@@ -113,7 +114,8 @@ pub(crate) struct ToCheck {
     n: u32,
     merged: Map<String, Value>,
     check: Check,
-    answered: Vec<String>,
+    /// The handler's key and the wire key of each answer this update gave.
+    answered: Vec<(String, String)>,
 }
 
 /// The tasks of one server.
@@ -449,7 +451,7 @@ impl Tasks {
             }
             if let Some(a) = responses.get(&q.wire) {
                 merged.insert(q.key.clone(), a.clone());
-                answered.push(q.key.clone());
+                answered.push((q.key.clone(), q.wire.clone()));
             }
         }
         if answered.is_empty() {
@@ -466,7 +468,13 @@ impl Tasks {
     /// Second half of an update: checks the answers, then records them;
     /// when the round is complete the body wakes with them.
     fn apply(&self, id: &str, c: ToCheck) -> Result<(), McpError> {
-        (c.check)(&c.merged)?;
+        // Each answer this update gives, under the key the client sent it
+        // (answers kept from earlier updates were checked when they came).
+        for (key, wire) in &c.answered {
+            if let Some(a) = c.merged.get(key) {
+                (c.check)(key, wire, a)?;
+            }
+        }
         let mut table = self.lock();
         let Some(r) = table.get_mut(id) else {
             return Ok(());
@@ -476,7 +484,7 @@ impl Tasks {
             // The round moved on while this was checked: stale, ignored.
             return Ok(());
         };
-        for key in &c.answered {
+        for (key, _) in &c.answered {
             if let Some(a) = c.merged.get(key) {
                 open.answers.insert(key.clone(), a.clone());
             }

@@ -3,14 +3,14 @@
 //! principal's task, a guessed id, answers never asked, answers that break
 //! the schema, answers after the end, too many tasks, a polling flood).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tern_proto::Principal;
+use tern_proto::{McpError, Principal};
 use tern_server::{
-    Elicited, Error, Need, Outcome, Server, Task, TaskLimits, TaskScope, TaskSupport, ToolDef,
+    Ask, Elicited, Error, Need, Outcome, Server, Task, TaskLimits, TaskScope, TaskSupport, ToolDef,
     ToolResult,
 };
 
@@ -575,4 +575,387 @@ async fn a_2025_11_25_session_never_gets_a_task_whatever_it_declares() {
     );
     assert!(reply["result"].get("taskId").is_none(), "{reply}");
     assert_eq!(l.server.metrics().tasks_ended("completed"), 0);
+}
+
+/// The keys a task (or an `input_required` result) lists under
+/// `inputRequests`, in order.
+fn asked_keys(t: &Value) -> Vec<String> {
+    t["inputRequests"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// `tasks/update` with `responses`, from Alice.
+async fn answer(h: &Harness, id: &str, responses: Value) -> (u16, Value) {
+    h.send_as(
+        alice(),
+        &task_req("tasks/update", id, json!({"inputResponses": responses})),
+    )
+    .await
+}
+
+/// Creates a task of `tool` for Alice from a call declaring `caps`.
+async fn create_declaring(h: &Harness, tool: &str, caps: Value) -> String {
+    let r = result(&h.send_as(alice(), &call(tool, caps)).await);
+    assert_eq!(r["resultType"], "task", "{r}");
+    assert_eq!(r["status"], "working", "{r}");
+    r["taskId"].as_str().unwrap().to_owned()
+}
+
+/// What a body or a handler made of a profile question.
+fn said(p: Elicited<Profile>) -> String {
+    match p {
+        Elicited::Accepted(p) => p.name,
+        Elicited::Declined => "declined".into(),
+        Elicited::Cancelled => "cancelled".into(),
+    }
+}
+
+/// A task tool whose handler asks an MRTR round under "k" before it hands
+/// over its body, and whose body asks the very same question under the
+/// very same key. Counts the handler's runs and the body's starts.
+fn mrtr_then_task(runs: Arc<AtomicUsize>, starts: Arc<AtomicUsize>) -> ToolDef {
+    let handler = move |ask: Ask, task: Task| {
+        let (runs, starts) = (runs.clone(), starts.clone());
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let before = said(ask.form::<Profile>("k", "Who are you?")?);
+            Ok::<_, Error>(task.run(move |scope: TaskScope| async move {
+                starts.fetch_add(1, Ordering::SeqCst);
+                let during = scope
+                    .ask(Need::form::<Profile>("k", "Who are you?"))
+                    .await?;
+                Ok::<_, Error>(ToolResult::text(format!(
+                    "before the task: {before}; in the task: {}",
+                    said(during)
+                )))
+            }))
+        }
+    };
+    ToolDef::new("mrtr_then_task", "asks, then asks in a task", handler).task(TaskSupport::Optional)
+}
+
+#[tokio::test]
+async fn an_mrtr_answer_is_not_an_answer_to_the_tasks_question_under_the_same_key() {
+    let (runs, starts) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let h = Harness::new(
+        Server::builder("tasks", "1").tool_def(mrtr_then_task(runs.clone(), starts.clone())),
+    );
+    // The MRTR phase: an ordinary round, sealed, no task yet.
+    let first = call("mrtr_then_task", caps());
+    let r = result(&h.send_as(alice(), &first).await);
+    assert_eq!(r["resultType"], "input_required", "{r}");
+    assert_eq!(asked_keys(&r), ["k"]);
+    assert!(r["requestState"].is_string(), "{r}");
+    assert!(r.get("taskId").is_none(), "{r}");
+    assert_eq!(starts.load(Ordering::SeqCst), 0);
+    // The retry answers "k"; the handler hands over its body: a task.
+    let retried = super::support::retry(
+        &first,
+        Some(&r["requestState"]),
+        json!({"k": accept(json!({"name": "Ada"}))}),
+    );
+    let created = result(&h.send_as(alice(), &retried).await);
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "one run per MRTR round");
+    // The body's "k" is a new question: the MRTR answer does not answer it.
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(asked_keys(&t), ["k"], "{t}");
+    assert_eq!(t["inputRequests"]["k"]["method"], "elicitation/create");
+    assert_eq!(t["inputRequests"]["k"]["params"]["message"], "Who are you?");
+    assert_eq!(starts.load(Ordering::SeqCst), 1);
+    // Checked as the MRTR answer was: the schema's maxLength holds.
+    let (code, e) = error(
+        &answer(
+            &h,
+            &id,
+            json!({"k": accept(json!({"name": "Bartholomew"}))}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602, "{e}");
+    assert_eq!(e["data"]["key"], "k", "{e}");
+    let t = get(&h, alice(), &id).await;
+    assert_eq!(t["status"], "input_required", "{t}");
+    assert_eq!(asked_keys(&t), ["k"]);
+    // Answered in the task: it completes with both answers, apart.
+    let ack = result(&answer(&h, &id, json!({"k": accept(json!({"name": "Bob"}))})).await);
+    assert_bare_ack(&ack);
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(
+        t["result"]["content"][0]["text"], "before the task: Ada; in the task: Bob",
+        "{t}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the handler is not re-run");
+    assert_eq!(starts.load(Ordering::SeqCst), 1, "the body is not re-run");
+}
+
+/// A task whose body asks the same question under "q" twice, one after
+/// the other, and records each answer it got.
+fn asks_twice(seen: Arc<Mutex<Vec<String>>>) -> ToolDef {
+    let handler = move |task: Task| {
+        let seen = seen.clone();
+        async move {
+            task.run(move |scope: TaskScope| async move {
+                let first = said(
+                    scope
+                        .ask(Need::form::<Profile>("q", "Who are you?"))
+                        .await?,
+                );
+                seen.lock().unwrap().push(first.clone());
+                let second = said(
+                    scope
+                        .ask(Need::form::<Profile>("q", "Who are you?"))
+                        .await?,
+                );
+                seen.lock().unwrap().push(second.clone());
+                Ok::<_, Error>(ToolResult::text(format!(
+                    "first: {first}; second: {second}"
+                )))
+            })
+        }
+    };
+    ToolDef::new("twice", "asks q twice", handler).task(TaskSupport::Required)
+}
+
+#[tokio::test]
+async fn a_key_asked_again_in_a_task_goes_out_under_a_new_wire_key() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = Harness::new(Server::builder("tasks", "1").tool_def(asks_twice(seen.clone())));
+    let id = create(&h, alice(), "twice").await;
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(asked_keys(&t), ["q"], "{t}");
+    assert_bare_ack(&result(
+        &answer(&h, &id, json!({"q": accept(json!({"name": "Ada"}))})).await,
+    ));
+    // The second question: the same handler key, never the same wire key.
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(asked_keys(&t), ["q#2"], "{t}");
+    assert_eq!(t["inputRequests"]["q#2"]["method"], "elicitation/create");
+    assert_eq!(
+        t["inputRequests"]["q#2"]["params"]["message"],
+        "Who are you?"
+    );
+    assert_eq!(*seen.lock().unwrap(), ["Ada"]);
+    // An answer to the spent "q" is acknowledged and ignored.
+    assert_bare_ack(&result(
+        &answer(&h, &id, json!({"q": accept(json!({"name": "Eve"}))})).await,
+    ));
+    let t = get(&h, alice(), &id).await;
+    assert_eq!(t["status"], "input_required", "{t}");
+    assert_eq!(asked_keys(&t), ["q#2"]);
+    assert_eq!(*seen.lock().unwrap(), ["Ada"], "the body saw nothing new");
+    // The new key's answer is checked against its question.
+    let (code, _) = error(&answer(&h, &id, json!({"q#2": accept(json!({"age": 3}))})).await);
+    assert_eq!(code, -32602);
+    assert_eq!(asked_keys(&get(&h, alice(), &id).await), ["q#2"]);
+    // Answered under the new key: the task completes.
+    assert_bare_ack(&result(
+        &answer(&h, &id, json!({"q#2": accept(json!({"name": "Bob"}))})).await,
+    ));
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "first: Ada; second: Bob");
+    assert_eq!(*seen.lock().unwrap(), ["Ada", "Bob"]);
+}
+
+/// An invalid answer to a suffixed key is refused naming the key the
+/// client sent ("q#2"), as an MRTR refusal names the key of its
+/// `inputResponses` entry and as another instance of a fleet names it
+/// (its store checks open questions by wire key).
+#[tokio::test]
+async fn a_refused_answer_to_a_suffixed_key_names_the_key_sent() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = Harness::new(Server::builder("tasks", "1").tool_def(asks_twice(seen)));
+    let id = create(&h, alice(), "twice").await;
+    wait_for(&h, alice(), &id, "input_required").await;
+    result(&answer(&h, &id, json!({"q": accept(json!({"name": "Ada"}))})).await);
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(asked_keys(&t), ["q#2"], "{t}");
+    let (code, e) = error(&answer(&h, &id, json!({"q#2": accept(json!({"age": 3}))})).await);
+    assert_eq!(code, -32602, "{e}");
+    assert_eq!(e["data"]["key"], "q#2", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("inputResponses.q#2"),
+        "{e}"
+    );
+}
+
+/// A task asking one approval; the body records what it got.
+fn verdict(seen: Arc<Mutex<Vec<String>>>) -> ToolDef {
+    let handler = move |task: Task| {
+        let seen = seen.clone();
+        async move {
+            task.run(move |scope: TaskScope| async move {
+                let got = match scope.ask(Need::form::<Approval>("go", "Go ahead?")).await? {
+                    Elicited::Accepted(a) => format!("accepted {}", a.approved),
+                    Elicited::Declined => "declined".to_owned(),
+                    Elicited::Cancelled => "cancelled".to_owned(),
+                };
+                seen.lock().unwrap().push(got.clone());
+                Ok::<_, Error>(ToolResult::text(got))
+            })
+        }
+    };
+    ToolDef::new("verdict", "asks one approval", handler).task(TaskSupport::Required)
+}
+
+#[tokio::test]
+async fn an_elicitation_cancelled_in_a_task_reaches_the_body_apart_from_a_decline() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = Harness::new(Server::builder("tasks", "1").tool_def(verdict(seen.clone())));
+    let mut texts = Vec::new();
+    for action in ["decline", "cancel"] {
+        let id = create(&h, alice(), "verdict").await;
+        let t = wait_for(&h, alice(), &id, "input_required").await;
+        assert_eq!(asked_keys(&t), ["go"]);
+        assert_bare_ack(&result(
+            &answer(&h, &id, json!({"go": {"action": action}})).await,
+        ));
+        // The person's cancel is an answer, not a tasks/cancel: the body
+        // goes on and the task completes.
+        let t = wait_for(&h, alice(), &id, "completed").await;
+        texts.push(t["result"]["content"][0]["text"].clone());
+    }
+    assert_eq!(texts, [json!("declined"), json!("cancelled")]);
+    assert_eq!(*seen.lock().unwrap(), ["declined", "cancelled"]);
+    assert_eq!(h.server.metrics().tasks_ended("completed"), 2);
+    assert_eq!(h.server.metrics().tasks_ended("cancelled"), 0);
+}
+
+/// A task that asks the client's model; the body records whether its ask
+/// was refused for a missing capability.
+fn sampler(seen: Arc<Mutex<Vec<String>>>) -> ToolDef {
+    let handler = move |task: Task| {
+        let seen = seen.clone();
+        async move {
+            task.run(move |scope: TaskScope| async move {
+                match scope.ask(Need::sample_text("s", "2+2?", 5)).await {
+                    Ok(s) => {
+                        seen.lock().unwrap().push(format!("sampled {}", s.text()));
+                        Ok(ToolResult::text(format!("the model says {}", s.text())))
+                    }
+                    Err(e) => {
+                        let what = match &e {
+                            Error::Protocol(McpError::MissingCapability { .. }) => {
+                                "missing capability".to_owned()
+                            }
+                            other => format!("{other:?}"),
+                        };
+                        seen.lock().unwrap().push(what);
+                        Err(e)
+                    }
+                }
+            })
+        }
+    };
+    ToolDef::new("sampler", "asks the model", handler).task(TaskSupport::Required)
+}
+
+#[tokio::test]
+async fn a_task_asks_only_what_its_creating_request_declared() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = Harness::new(Server::builder("tasks", "1").tool_def(sampler(seen.clone())));
+    // Created without sampling: the body's ask is refused with -32021
+    // naming sampling, nothing is asked, and the task fails with it.
+    let id = create_declaring(&h, "sampler", caps()).await;
+    let t = wait_for(&h, alice(), &id, "failed").await;
+    assert_eq!(t["error"]["code"], -32021, "{t}");
+    assert_eq!(
+        t["error"]["data"],
+        json!({"requiredCapabilities": {"sampling": {}}}),
+        "{t}"
+    );
+    assert!(t.get("result").is_none(), "{t}");
+    assert!(t.get("inputRequests").is_none(), "{t}");
+    assert_eq!(*seen.lock().unwrap(), ["missing capability"]);
+    assert_eq!(h.server.metrics().tasks_ended("failed"), 1);
+
+    // Created declaring sampling: asked, and answered from requests that
+    // do not declare it (the gate is the creating request's).
+    let mut with_sampling = caps();
+    with_sampling["sampling"] = json!({});
+    let id = create_declaring(&h, "sampler", with_sampling).await;
+    let t = wait_for(&h, alice(), &id, "input_required").await;
+    assert_eq!(asked_keys(&t), ["s"], "{t}");
+    assert_eq!(t["inputRequests"]["s"]["method"], "sampling/createMessage");
+    // Checked as an MRTR sampling answer is: a model is required.
+    let (code, _) = error(
+        &answer(
+            &h,
+            &id,
+            json!({"s": {"role": "assistant", "content": {"type": "text", "text": "4"}}}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(asked_keys(&get(&h, alice(), &id).await), ["s"]);
+    assert_bare_ack(&result(
+        &answer(
+            &h,
+            &id,
+            json!({"s": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m1"}}),
+        )
+        .await,
+    ));
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "the model says 4");
+    assert_eq!(*seen.lock().unwrap(), ["missing capability", "sampled 4"]);
+}
+
+#[tokio::test]
+async fn authorization_runs_again_on_every_tasks_method() {
+    let revoked = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(Mutex::new(Vec::<String>::new()));
+    let starts = Arc::new(AtomicUsize::new(0));
+    let (flag, log) = (revoked.clone(), refused.clone());
+    let h = Harness::new(
+        Server::builder("tasks", "1")
+            .tool_def(approval_tool(starts.clone()))
+            .authorize(move |_p, a| {
+                if flag.load(Ordering::SeqCst) {
+                    log.lock().unwrap().push(a.method.as_str().to_owned());
+                    return Err(Error::application(-31003, "access revoked"));
+                }
+                Ok(())
+            }),
+    );
+    let id = create(&h, alice(), "approve").await;
+    wait_for(&h, alice(), &id, "input_required").await;
+    revoked.store(true, Ordering::SeqCst);
+    for (method, extra) in [
+        ("tasks/get", json!({})),
+        (
+            "tasks/update",
+            json!({"inputResponses": {"approve": accept(json!({"approved": true}))}}),
+        ),
+        ("tasks/cancel", json!({})),
+    ] {
+        let reply = h.send_as(alice(), &task_req(method, &id, extra)).await;
+        let (code, e) = error(&reply);
+        assert_eq!(
+            (code, e["message"].as_str().unwrap()),
+            (-31003, "access revoked"),
+            "{method}: {e}"
+        );
+    }
+    assert_eq!(
+        *refused.lock().unwrap(),
+        ["tasks/get", "tasks/update", "tasks/cancel"]
+    );
+    // The refused update and cancel changed nothing.
+    revoked.store(false, Ordering::SeqCst);
+    let t = get(&h, alice(), &id).await;
+    assert_eq!(t["status"], "input_required", "{t}");
+    assert_eq!(asked_keys(&t), ["approve"]);
+    assert_eq!(h.server.metrics().tasks_ended("cancelled"), 0);
+    result(&answer(&h, &id, json!({"approve": {"action": "decline"}})).await);
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "not approved");
+    assert_eq!(starts.load(Ordering::SeqCst), 1);
 }
