@@ -162,6 +162,24 @@ async fn asked(addr: SocketAddr, who: &str, sid: &str, id: i64, tool: &str) -> (
     (events, serde_json::from_str(&data).unwrap())
 }
 
+/// Posts `result` as alice's response to the server's question `q` (202),
+/// then reads what the call answers on its stream.
+async fn answered(
+    addr: SocketAddr,
+    sid: &str,
+    events: &mut Events,
+    q: &Value,
+    result: Value,
+) -> Value {
+    let answer = json!({"jsonrpc": "2.0", "id": q["id"], "result": result});
+    assert_eq!(
+        post(addr, "alice", sid, &answer).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let (_, data) = events.next().await.unwrap();
+    serde_json::from_str(&data).unwrap()
+}
+
 /// The stream ends within `within`, with no further event.
 async fn ends(events: &mut Events, within: Duration) {
     let next = tokio::time::timeout(within, events.next())
@@ -539,14 +557,14 @@ async fn a_root_that_climbs_out_is_refused_in_a_session_too() {
         let id = i64::try_from(n).unwrap() + 1;
         let (mut events, q) = asked(f.addr, "alice", &sid, id, "workspace").await;
         assert_eq!(q["method"], "roots/list");
-        let answer = json!({"jsonrpc": "2.0", "id": q["id"],
-                            "result": {"roots": [{"uri": uri}]}});
-        assert_eq!(
-            post(f.addr, "alice", &sid, &answer).await.status(),
-            StatusCode::ACCEPTED
-        );
-        let (_, data) = events.next().await.unwrap();
-        let done: Value = serde_json::from_str(&data).unwrap();
+        let done = answered(
+            f.addr,
+            &sid,
+            &mut events,
+            &q,
+            json!({"roots": [{"uri": uri}]}),
+        )
+        .await;
         assert_eq!(done["error"]["code"], -32602, "{done}");
         assert_eq!(done["error"]["data"]["key"], "workspace", "{done}");
         assert!(
@@ -568,14 +586,14 @@ async fn a_sampling_answer_missing_its_content_is_refused_in_a_session_too() {
     let sid = open_as(f.addr, "alice").await.unwrap();
     let (mut events, q) = asked(f.addr, "alice", &sid, 1, "sample").await;
     assert_eq!(q["method"], "sampling/createMessage");
-    let answer = json!({"jsonrpc": "2.0", "id": q["id"], "result": {
-        "role": "assistant", "model": "m", "content": {"type": "image"}}});
-    assert_eq!(
-        post(f.addr, "alice", &sid, &answer).await.status(),
-        StatusCode::ACCEPTED
-    );
-    let (_, data) = events.next().await.unwrap();
-    let done: Value = serde_json::from_str(&data).unwrap();
+    let done = answered(
+        f.addr,
+        &sid,
+        &mut events,
+        &q,
+        json!({"role": "assistant", "model": "m", "content": {"type": "image"}}),
+    )
+    .await;
     assert_eq!(done["error"]["code"], -32602, "{done}");
     assert_eq!(done["error"]["data"]["key"], "q", "{done}");
     assert_eq!(
