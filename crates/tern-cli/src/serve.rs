@@ -373,6 +373,9 @@ pub(crate) fn runtime(
 /// text); past it a request waits for room rather than a line being lost.
 const LOG_LINES_QUEUED: usize = 16_384;
 
+/// What the writer thread gathers before a write of its own.
+const LOG_BUFFER: usize = 64 * 1024;
+
 /// Installs the log subscriber. Lines are formatted where they happen and
 /// written to stderr by a thread of their own, so a request never waits on
 /// the write; the returned guard flushes what is queued when it drops, at
@@ -397,7 +400,13 @@ pub(crate) fn init_logging(
         .lossy(false)
         .buffered_lines_limit(LOG_LINES_QUEUED)
         .thread_name("tern-log")
-        .finish(std::io::stderr());
+        // The writer thread drains every queued line into one buffer and
+        // flushes it once per batch (and at exit): a write per batch, not
+        // per line.
+        .finish(std::io::BufWriter::with_capacity(
+            LOG_BUFFER,
+            std::io::stderr(),
+        ));
     // Spans go to OpenTelemetry whatever the log level says.
     let otel = crate::otel::layer(service).unwrap_or_else(|e| {
         eprintln!("tern: {e}; no spans are exported");

@@ -150,6 +150,9 @@ pub struct OAuth {
 #[derive(Default)]
 struct State {
     token: Option<StoredToken>,
+    /// Whether the store was read: once, not on every request (the store
+    /// may be a file); after that it is read again only on a refusal.
+    loaded: bool,
     /// By issuer: a client registered at one server is never used at
     /// another (authorization-server migration).
     clients: HashMap<String, Registered>,
@@ -202,9 +205,10 @@ impl OAuth {
     pub async fn ready(&self, endpoint: &str) {
         let token = {
             let mut s = self.lock();
-            if s.token.is_none()
+            if !s.loaded
                 && let Some(store) = &self.options.store
             {
+                s.loaded = true;
                 s.token = store.load(endpoint);
             }
             s.token.clone()
@@ -224,6 +228,14 @@ impl OAuth {
         let s = self.lock();
         let t = s.token.as_ref()?;
         HeaderValue::from_str(&format!("Bearer {}", t.access_token)).ok()
+    }
+
+    /// The store's token for `endpoint` when it is not the one refused.
+    fn kept_since(&self, endpoint: &str, refused: Option<&StoredToken>) -> Option<StoredToken> {
+        let kept = self.options.store.as_ref()?.load(endpoint)?;
+        refused
+            .is_none_or(|t| t.access_token != kept.access_token)
+            .then_some(kept)
     }
 
     fn forget(&self, resource: &str) {
@@ -260,6 +272,11 @@ impl OAuth {
             if let Some(t) = &previous {
                 scopes.extend(t.scopes.iter().cloned());
             }
+        } else if let Some(kept) = self.kept_since(endpoint, previous.as_ref()) {
+            // Another run signed in meanwhile (`tern login`): its token is
+            // tried before a sign-in of our own.
+            self.lock().token = Some(kept);
+            return Ok(true);
         } else if let Some(t) = &previous {
             // A refused token is dropped (and its refresh tried first),
             // unless the resource now names other authorization servers:

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -38,6 +39,8 @@ enum Fault {
     PlainHttpEndpoints,
     /// No S256 in `code_challenge_methods_supported` (AUTH-C6).
     NoPkce,
+    /// The MCP endpoint asks for no token at all.
+    Unprotected,
 }
 
 /// How the person's browser comes back.
@@ -69,9 +72,10 @@ fn json_ok(v: Value) -> Response {
 }
 
 async fn mcp(State(app): State<App>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
-    let authorized = headers
-        .get(header::AUTHORIZATION)
-        .is_some_and(|v| v == "Bearer good-token");
+    let authorized = app.fault == Fault::Unprotected
+        || headers
+            .get(header::AUTHORIZATION)
+            .is_some_and(|v| v == "Bearer good-token");
     if !authorized {
         let challenge = format!(
             r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="mcp""#,
@@ -221,10 +225,11 @@ impl UserAgent for Browser {
 }
 
 #[derive(Default)]
-struct Tokens(Mutex<HashMap<String, StoredToken>>);
+struct Tokens(Mutex<HashMap<String, StoredToken>>, AtomicUsize);
 
 impl TokenStore for Tokens {
     fn load(&self, resource: &str) -> Option<StoredToken> {
+        self.1.fetch_add(1, Ordering::Relaxed);
         self.0.lock().unwrap().get(resource).cloned()
     }
     fn save(&self, token: &StoredToken) {
@@ -247,20 +252,24 @@ async fn sign_in(app: &App, back: Back) -> (Result<(), Error>, Arc<Tokens>) {
 }
 
 async fn sign_in_with(app: &App, back: Back, tokens: Arc<Tokens>) -> Result<(), Error> {
+    client(app, back, tokens).discover().await.map(|_| ())
+}
+
+/// A client of `app`'s MCP endpoint keeping its tokens in `store`.
+fn client(app: &App, back: Back, store: Arc<dyn TokenStore>) -> Client {
     let browser = Browser {
         back,
         issuer: app.base.clone(),
     };
     let mut oauth = OAuthOptions::new("tern-tests", Arc::new(browser));
     oauth.registration.client_id = Some("pre-registered".into());
-    oauth.store = Some(tokens.clone());
+    oauth.store = Some(store);
     let options = HttpClientOptions {
         oauth: Some(oauth),
         ..HttpClientOptions::default()
     };
     let transport = HttpTransport::with_options(&format!("{}/mcp", app.base), options).unwrap();
-    let client = Client::builder(transport).era(EraPolicy::Modern).build();
-    client.discover().await.map(|_| ())
+    Client::builder(transport).era(EraPolicy::Modern).build()
 }
 
 async fn refused(fault: Fault, back: Back) -> (String, App) {
@@ -378,4 +387,59 @@ async fn after_a_move_to_another_authorization_server_the_old_one_gets_no_refres
     let stored = tokens.load(&resource).unwrap();
     assert_eq!(stored.issuer, app.base);
     assert_eq!(stored.access_token, "good-token");
+}
+
+#[tokio::test]
+async fn the_token_store_is_read_once_not_on_every_request() {
+    // The store may be a file: a client without a token (the endpoint asks
+    // for none) must not read it again for each request.
+    let app = start(Fault::Unprotected).await;
+    let tokens = Arc::new(Tokens::default());
+    let client = client(&app, Back::Right, tokens.clone());
+    for _ in 0..5 {
+        client.discover().await.expect("an open endpoint answers");
+    }
+    assert_eq!(tokens.1.load(Ordering::Relaxed), 1);
+    assert!(tokens.0.lock().unwrap().is_empty());
+    assert_eq!(*app.token_requests.lock().unwrap(), 0);
+}
+
+/// A store another run (`tern login`) writes after this client first read
+/// it.
+struct WrittenLater(Tokens);
+
+impl TokenStore for WrittenLater {
+    fn load(&self, resource: &str) -> Option<StoredToken> {
+        let first = self.0.1.load(Ordering::Relaxed) == 0;
+        let token = self.0.load(resource);
+        if first { None } else { token }
+    }
+    fn save(&self, token: &StoredToken) {
+        self.0.save(token);
+    }
+    fn remove(&self, resource: &str) {
+        self.0.remove(resource);
+    }
+}
+
+#[tokio::test]
+async fn on_a_401_a_token_stored_since_by_another_run_is_used_before_signing_in() {
+    let app = start(Fault::None).await;
+    let store = Arc::new(WrittenLater(Tokens::default()));
+    store.0.save(&StoredToken {
+        resource: format!("{}/mcp", app.base),
+        issuer: app.base.clone(),
+        access_token: "good-token".into(),
+        refresh_token: None,
+        expires_at: None,
+        scopes: vec!["mcp".into()],
+        client_id: "pre-registered".into(),
+        client_secret: None,
+    });
+    // The browser would refuse: a sign-in cannot be what lets it through.
+    let client = client(&app, Back::WrongState, store.clone());
+    client.discover().await.expect("the stored token is used");
+    client.discover().await.expect("and kept");
+    assert_eq!(*app.token_requests.lock().unwrap(), 0);
+    assert_eq!(store.0.1.load(Ordering::Relaxed), 2);
 }
