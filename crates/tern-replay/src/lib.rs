@@ -73,8 +73,8 @@ pub use redis_store::{
 pub use redis_tasks::{RedisTaskStore, TASK_KEY_PREFIX};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{
-    DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, SqliteOpenError,
-    SqliteOptions, SqliteReplayStore, Synchronous,
+    DEFAULT_BUSY_TIMEOUT, DEFAULT_PURGE_INTERVAL, DEFAULT_PURGE_SKEW, DEFAULT_WAL_AUTOCHECKPOINT,
+    SqliteOpenError, SqliteOptions, SqliteReplayStore, Synchronous,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite_tasks::SqliteTaskStore;

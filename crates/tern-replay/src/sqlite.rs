@@ -42,6 +42,15 @@ pub const DEFAULT_PURGE_INTERVAL: Duration = Duration::from_secs(60);
 /// maximum clock skew of SECURITY.md §3.3.
 pub const DEFAULT_PURGE_SKEW: Duration = Duration::from_secs(30);
 
+/// Default WAL pages written between two automatic checkpoints (16 MiB at
+/// SQLite's 4 KiB pages; SQLite's own default is 1,000). Markers are keyed
+/// by random ids, so each commit dirties pages all over the file; a
+/// checkpoint copies each dirty page once however often it was written
+/// since, so a longer interval copies far fewer pages per consume (measured
+/// on a store of 100,000 flows at twelve consumes per commit: about a fifth
+/// less CPU per consume, a third less in the kernel).
+pub const DEFAULT_WAL_AUTOCHECKPOINT: u32 = 4_000;
+
 /// Both tables; `IF NOT EXISTS` also adds `results` to a file made before
 /// stored results existed.
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS markers (
@@ -118,6 +127,12 @@ pub struct SqliteOptions {
     /// Expired markers count as unused either way; the grace means a wall
     /// clock stepped back by up to the skew still finds them live.
     pub purge_skew: Duration,
+    /// WAL pages written before SQLite copies them back into the database
+    /// file (`PRAGMA wal_autocheckpoint`). The WAL file grows to about this
+    /// many pages (plus one commit's) and is then reused from its start;
+    /// reopening after a crash reads it whole. 0 turns automatic
+    /// checkpoints off, and the WAL then grows without bound.
+    pub wal_autocheckpoint: u32,
 }
 
 impl Default for SqliteOptions {
@@ -127,6 +142,7 @@ impl Default for SqliteOptions {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             purge_interval: DEFAULT_PURGE_INTERVAL,
             purge_skew: DEFAULT_PURGE_SKEW,
+            wal_autocheckpoint: DEFAULT_WAL_AUTOCHECKPOINT,
         }
     }
 }
@@ -157,6 +173,13 @@ impl SqliteOptions {
     #[must_use]
     pub fn purge_skew(mut self, skew: Duration) -> Self {
         self.purge_skew = skew;
+        self
+    }
+
+    /// Sets [`SqliteOptions::wal_autocheckpoint`], in pages.
+    #[must_use]
+    pub fn wal_autocheckpoint(mut self, pages: u32) -> Self {
+        self.wal_autocheckpoint = pages;
         self
     }
 }
@@ -422,6 +445,7 @@ fn configure(path: &Path, options: &SqliteOptions, schema: &str) -> rusqlite::Re
         )));
     }
     conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+    conn.pragma_update(None, "wal_autocheckpoint", options.wal_autocheckpoint)?;
     conn.execute_batch(schema)?;
     Ok(conn)
 }

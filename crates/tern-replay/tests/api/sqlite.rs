@@ -149,6 +149,44 @@ async fn a_held_write_lock_times_out_and_consumes_nothing() {
     );
 }
 
+/// The WAL file's size after `commits` consumes, each its own commit, on
+/// a store that checkpoints every `pages` WAL pages.
+async fn wal_after(pages: u32, commits: usize) -> u64 {
+    let dir = TempDir::new();
+    let db = dir.path().join("replay.db");
+    let options = SqliteOptions::default()
+        .synchronous(Synchronous::Normal)
+        .wal_autocheckpoint(pages);
+    let store = SqliteReplayStore::open(&db, options).expect("opens");
+    for _ in 0..commits {
+        assert_eq!(
+            store.consume(fresh_key(), TTL).await,
+            Ok(Consumed::FirstUse)
+        );
+    }
+    std::fs::metadata(dir.path().join("replay.db-wal"))
+        .expect("the WAL exists while the store is open")
+        .len()
+}
+
+#[tokio::test]
+async fn the_wal_is_copied_back_every_so_many_pages() {
+    // A WAL page is a 24-byte frame header and a 4 KiB page, after a
+    // 32-byte file header.
+    let frame = 24 + 4096;
+    // Checkpointed every 16 pages, the WAL is reused from its start and
+    // holds at most those and one commit's pages.
+    let bounded = wal_after(16, 300).await;
+    assert!(bounded <= 32 + 32 * frame, "{bounded} bytes");
+    // Without automatic checkpoints every commit's pages stay in it.
+    let unbounded = wal_after(0, 300).await;
+    assert!(unbounded >= 32 + 300 * frame, "{unbounded} bytes");
+    assert_eq!(
+        SqliteOptions::default().wal_autocheckpoint,
+        tern_replay::DEFAULT_WAL_AUTOCHECKPOINT
+    );
+}
+
 #[tokio::test]
 async fn consume_purges_long_expired_markers() {
     let dir = TempDir::new();
