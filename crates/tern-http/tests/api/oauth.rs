@@ -224,22 +224,26 @@ impl UserAgent for Browser {
     }
 }
 
+/// Tokens by resource, and how often the client read them.
 #[derive(Default)]
-struct Tokens(Mutex<HashMap<String, StoredToken>>, AtomicUsize);
+struct Tokens {
+    kept: Mutex<HashMap<String, StoredToken>>,
+    loads: AtomicUsize,
+}
 
 impl TokenStore for Tokens {
     fn load(&self, resource: &str) -> Option<StoredToken> {
-        self.1.fetch_add(1, Ordering::Relaxed);
-        self.0.lock().unwrap().get(resource).cloned()
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        self.kept.lock().unwrap().get(resource).cloned()
     }
     fn save(&self, token: &StoredToken) {
-        self.0
+        self.kept
             .lock()
             .unwrap()
             .insert(token.resource.clone(), token.clone());
     }
     fn remove(&self, resource: &str) {
-        self.0.lock().unwrap().remove(resource);
+        self.kept.lock().unwrap().remove(resource);
     }
 }
 
@@ -278,7 +282,7 @@ async fn refused(fault: Fault, back: Back) -> (String, App) {
     let err = outcome.expect_err("the sign-in must fail");
     assert!(err.is_unauthorized(), "{fault:?}/{back:?}: {err}");
     assert!(
-        tokens.0.lock().unwrap().is_empty(),
+        tokens.kept.lock().unwrap().is_empty(),
         "{fault:?}/{back:?}: no token may be stored"
     );
     (err.to_string(), app)
@@ -399,8 +403,8 @@ async fn the_token_store_is_read_once_not_on_every_request() {
     for _ in 0..5 {
         client.discover().await.expect("an open endpoint answers");
     }
-    assert_eq!(tokens.1.load(Ordering::Relaxed), 1);
-    assert!(tokens.0.lock().unwrap().is_empty());
+    assert_eq!(tokens.loads.load(Ordering::Relaxed), 1);
+    assert!(tokens.kept.lock().unwrap().is_empty());
     assert_eq!(*app.token_requests.lock().unwrap(), 0);
 }
 
@@ -410,7 +414,7 @@ struct WrittenLater(Tokens);
 
 impl TokenStore for WrittenLater {
     fn load(&self, resource: &str) -> Option<StoredToken> {
-        let first = self.0.1.load(Ordering::Relaxed) == 0;
+        let first = self.0.loads.load(Ordering::Relaxed) == 0;
         let token = self.0.load(resource);
         if first { None } else { token }
     }
@@ -441,5 +445,5 @@ async fn on_a_401_a_token_stored_since_by_another_run_is_used_before_signing_in(
     client.discover().await.expect("the stored token is used");
     client.discover().await.expect("and kept");
     assert_eq!(*app.token_requests.lock().unwrap(), 0);
-    assert_eq!(store.0.1.load(Ordering::Relaxed), 2);
+    assert_eq!(store.0.loads.load(Ordering::Relaxed), 2);
 }
