@@ -447,3 +447,36 @@ async fn on_a_401_a_token_stored_since_by_another_run_is_used_before_signing_in(
     assert_eq!(*app.token_requests.lock().unwrap(), 0);
     assert_eq!(store.0.loads.load(Ordering::Relaxed), 2);
 }
+
+#[tokio::test]
+async fn on_a_401_a_token_stored_since_that_is_refused_too_leads_to_a_sign_in() {
+    // The token another run stored since is stale as well: the client tries
+    // it once, is refused again, then signs in and replaces it.
+    let app = start(Fault::None).await;
+    let resource = format!("{}/mcp", app.base);
+    let store = Arc::new(WrittenLater(Tokens::default()));
+    store.0.save(&StoredToken {
+        resource: resource.clone(),
+        issuer: app.base.clone(),
+        access_token: "stale-token".into(),
+        refresh_token: None,
+        expires_at: None,
+        scopes: vec!["mcp".into()],
+        client_id: "pre-registered".into(),
+        client_secret: None,
+    });
+    let client = client(&app, Back::Right, store.clone());
+    client
+        .discover()
+        .await
+        .expect("signs in after both refusals");
+    assert_eq!(*app.token_requests.lock().unwrap(), 1);
+    // One read at the start and one per 401: each challenge costs at most
+    // one read of the store, however the server answers.
+    assert_eq!(store.0.loads.load(Ordering::Relaxed), 3);
+    let kept = store.0.kept.lock().unwrap().get(&resource).cloned();
+    assert_eq!(kept.map(|t| t.access_token).as_deref(), Some("good-token"));
+    client.discover().await.expect("the new token is kept");
+    assert_eq!(*app.token_requests.lock().unwrap(), 1);
+    assert_eq!(store.0.loads.load(Ordering::Relaxed), 3);
+}
