@@ -426,20 +426,26 @@ impl TokenStore for WrittenLater {
     }
 }
 
-#[tokio::test]
-async fn on_a_401_a_token_stored_since_by_another_run_is_used_before_signing_in() {
-    let app = start(Fault::None).await;
+/// A [`WrittenLater`] store holding `access_token` for `app`'s endpoint.
+fn written_later(app: &App, access_token: &str) -> Arc<WrittenLater> {
     let store = Arc::new(WrittenLater(Tokens::default()));
     store.0.save(&StoredToken {
         resource: format!("{}/mcp", app.base),
         issuer: app.base.clone(),
-        access_token: "good-token".into(),
+        access_token: access_token.into(),
         refresh_token: None,
         expires_at: None,
         scopes: vec!["mcp".into()],
         client_id: "pre-registered".into(),
         client_secret: None,
     });
+    store
+}
+
+#[tokio::test]
+async fn on_a_401_a_token_stored_since_by_another_run_is_used_before_signing_in() {
+    let app = start(Fault::None).await;
+    let store = written_later(&app, "good-token");
     // The browser would refuse: a sign-in cannot be what lets it through.
     let client = client(&app, Back::WrongState, store.clone());
     client.discover().await.expect("the stored token is used");
@@ -454,17 +460,7 @@ async fn on_a_401_a_token_stored_since_that_is_refused_too_leads_to_a_sign_in() 
     // it once, is refused again, then signs in and replaces it.
     let app = start(Fault::None).await;
     let resource = format!("{}/mcp", app.base);
-    let store = Arc::new(WrittenLater(Tokens::default()));
-    store.0.save(&StoredToken {
-        resource: resource.clone(),
-        issuer: app.base.clone(),
-        access_token: "stale-token".into(),
-        refresh_token: None,
-        expires_at: None,
-        scopes: vec!["mcp".into()],
-        client_id: "pre-registered".into(),
-        client_secret: None,
-    });
+    let store = written_later(&app, "stale-token");
     let client = client(&app, Back::Right, store.clone());
     client
         .discover()
