@@ -14,11 +14,11 @@ use tern_proto::McpHeaders;
 use tern_types::legacy::methods as legacy;
 use tern_types::{
     ElicitRequestParams, ErrorCode, ErrorObject, InputRequest, InputRequests, InputResponses,
-    JsonRpcVersion, Request, RequestId, methods,
+    Request, RequestId, methods,
 };
 
 use crate::Error;
-use crate::client::{Call, Client, ServerRequests};
+use crate::client::{Call, Client, ServerRequests, encode_request};
 use crate::mrtr::{MAX_INPUT_REQUESTS, answer_one, check_declared, target_of};
 use crate::options::RoundEvent;
 use crate::provider::InputContext;
@@ -179,7 +179,6 @@ impl Client {
     ) -> Result<Map<String, Value>, Error> {
         let id = self.next_id();
         let progress_token = call.opts.progress.then(|| json!(format!("progress-{id}")));
-        let mut params = call.params.clone();
         let mut meta = Map::new();
         if let Some(token) = &progress_token {
             meta.insert(tern_types::meta_keys::PROGRESS_TOKEN.into(), token.clone());
@@ -187,16 +186,7 @@ impl Client {
         if let Some(tp) = &call.opts.traceparent {
             meta.insert(tern_types::meta_keys::TRACEPARENT.into(), json!(tp));
         }
-        if !meta.is_empty() {
-            params.insert("_meta".into(), Value::Object(meta));
-        }
-        let request = Request {
-            jsonrpc: JsonRpcVersion,
-            id: id.clone(),
-            method: call.method.to_owned(),
-            params: Some(params),
-        };
-        let body = serde_json::to_vec(&request).map_err(|e| Error::usage(e.to_string()))?;
+        let body = encode_request(&id, call, (!meta.is_empty()).then_some(&meta))?;
         let headers = session_headers(version);
         let out = OutboundRequest {
             id: id.clone(),

@@ -159,6 +159,31 @@ impl<T> PendingCall<T> {
         self.server_info.as_ref()
     }
 
+    /// A pending call rebuilt from parts its holder kept (a gateway's own
+    /// sealed state): resuming it sends `params` with the answers to
+    /// `input_requests` and `request_state` byte for byte (MRTR-C5), as
+    /// round `round + 1`.
+    pub fn from_parts(
+        params: Map<String, Value>,
+        round: u32,
+        request_state: Option<String>,
+        input_requests: InputRequests,
+    ) -> Self
+    where
+        T: FlowResult,
+    {
+        PendingCall {
+            method: T::METHOD.to_owned(),
+            params,
+            round,
+            request_state,
+            input_requests,
+            server_info: None,
+            answer_within_secs: None,
+            _result: PhantomData,
+        }
+    }
+
     /// The open questions of a task, answered like a round's.
     pub(crate) fn in_task(
         method: &str,
@@ -536,28 +561,38 @@ impl Client {
         request_state: Option<String>,
         opts: &CallOptions,
     ) -> Result<Step<T>, Error> {
-        let mut params = base.clone();
-        if let Some(r) = responses {
-            params.insert(
-                "inputResponses".into(),
-                serde_json::to_value(r).map_err(|e| Error::usage(e.to_string()))?,
-            );
-        }
-        // MRTR-C5: the exact string, or no key at all.
-        if let Some(s) = request_state {
-            params.insert("requestState".into(), Value::String(s));
-        }
+        // The round's own fields go into the caller's params for the send
+        // and come out again after it: `base` is what every round repeats
+        // (MRTR-C7), and a copy of it per round would only be dropped.
+        let mut params = base;
+        let responses = match responses {
+            Some(r) => Some(serde_json::to_value(r).map_err(|e| Error::usage(e.to_string()))?),
+            None => None,
+        };
+        let displaced = [
+            ("inputResponses", responses),
+            // MRTR-C5: the exact string, or no key at all.
+            ("requestState", request_state.map(Value::String)),
+        ]
+        .map(|(key, value)| value.map(|v| (key, params.insert(key.into(), v))));
         opts.emit(&RoundEvent::Sending {
             round,
             method: T::METHOD,
         });
-        let result = self
-            .send(&Call {
-                method: T::METHOD,
-                params,
-                opts,
-            })
-            .await?;
+        let call = Call {
+            method: T::METHOD,
+            params,
+            opts,
+        };
+        let sent = self.send(&call).await;
+        let mut base = call.params;
+        for (key, before) in displaced.into_iter().flatten() {
+            match before {
+                Some(v) => base.insert(key.into(), v),
+                None => base.remove(key),
+            };
+        }
+        let result = sent?;
         // The tasks extension's result, only for a call that declared it
         // (EXT-3).
         if result.get("resultType").and_then(Value::as_str) == Some("task") {

@@ -51,18 +51,8 @@ impl UpRound {
     }
 
     /// The pending call to resume, with the retry's `params`.
-    fn pending<T: FlowResult>(
-        self,
-        params: Map<String, Value>,
-    ) -> Result<PendingCall<T>, McpError> {
-        serde_json::from_value(json!({
-            "method": T::METHOD,
-            "params": params,
-            "round": self.n,
-            "requestState": self.state,
-            "inputRequests": self.requests,
-        }))
-        .map_err(|e| McpError::Internal(format!("pending call: {e}")))
+    fn pending<T: FlowResult>(self, params: Map<String, Value>) -> PendingCall<T> {
+        PendingCall::from_parts(params, self.n, self.state, self.requests)
     }
 
     /// SHA-256 over the round's canonical form, in hex: what the sealed
@@ -229,7 +219,7 @@ impl Forward {
         answers: Vec<Value>,
     ) -> Result<Outcome, Error> {
         let responses = responses(&round.requests, answers);
-        let pending = round.pending::<T>(params)?;
+        let pending = round.pending::<T>(params);
         let live = self.up.client().await?;
         let step = live
             .client
@@ -344,9 +334,13 @@ impl Forward {
     fn seal_or_keep(&self, round: UpRound, asked: Pending) -> Result<Outcome, Error> {
         let up = self.up.name.clone();
         let cont = Cont::State { up, round };
-        let len = serde_json::to_vec(&cont).map_or(usize::MAX, |v| v.len());
-        if len <= MAX_CONT {
-            return Err(Error::Input(asked.with_continuation(&cont)));
+        // Encoded once: its length decides, and the same bytes are sealed.
+        // Unserialisable counts as too large: it can be neither sealed nor
+        // held.
+        let encoded = serde_json::value::to_raw_value(&cont).ok();
+        let len = encoded.as_ref().map_or(usize::MAX, |raw| raw.get().len());
+        if let Some(raw) = encoded.filter(|_| len <= MAX_CONT) {
+            return Err(Error::Input(asked.with_continuation(&raw)));
         }
         let Cont::State { up, round } = cont else {
             return Err(McpError::Internal("the round changed its kind".into()).into());
