@@ -18,7 +18,8 @@ use tern_types::{
 };
 
 use crate::Error;
-use crate::client::{Call, Client, ServerRequests, encode_request};
+use crate::client::{Call, Client, ServerRequests};
+use crate::encode::encode_request;
 use crate::mrtr::{MAX_INPUT_REQUESTS, answer_one, check_declared, target_of};
 use crate::options::RoundEvent;
 use crate::provider::InputContext;

@@ -23,11 +23,13 @@
 
 mod cancel;
 mod client;
+mod encode;
 mod era;
 mod error;
 mod legacy;
 mod mrtr;
 mod options;
+mod pending;
 mod provider;
 mod race;
 mod task;
@@ -39,10 +41,9 @@ pub use client::{Client, ClientBuilder};
 pub use era::EraPolicy;
 pub use error::Error;
 pub use legacy::MAX_OTHER_SERVER_REQUESTS;
-pub use mrtr::{
-    FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, PendingCall, Step,
-};
+pub use mrtr::{FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, Step};
 pub use options::{CallOptions, NotificationHandler, RoundEvent, RoundObserver};
+pub use pending::PendingCall;
 pub use provider::{InputContext, InputKinds, InputProvider, NoInput, Refusal};
 pub use task::{MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, PendingTask, TaskStatus};
 pub use tern_types::legacy::Era;

@@ -28,8 +28,9 @@ use tern_types::{ErrorObject, InputRequest, InputRequests, InputResponses, metho
 
 use crate::Error;
 use crate::client::{Client, parse_result};
-use crate::mrtr::{FlowResult, MAX_INPUT_REQUESTS, PendingCall, check_declared};
+use crate::mrtr::{FlowResult, MAX_INPUT_REQUESTS, check_declared};
 use crate::options::{CallOptions, RoundEvent};
+use crate::pending::PendingCall;
 use crate::race::cancellable;
 
 /// The shortest wait between two polls, whatever the server suggests.

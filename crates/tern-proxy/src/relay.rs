@@ -42,12 +42,9 @@ pub(crate) struct UpRound {
 }
 
 impl UpRound {
-    fn of<T>(p: &PendingCall<T>) -> Self {
-        UpRound {
-            n: p.round(),
-            state: p.request_state().map(str::to_owned),
-            requests: p.input_requests().clone(),
-        }
+    fn of<T>(p: PendingCall<T>) -> Self {
+        let (_, n, state, requests) = p.into_parts();
+        UpRound { n, state, requests }
     }
 
     /// The pending call to resume, with the retry's `params`.
@@ -75,7 +72,7 @@ fn new_id() -> String {
 /// What the proxy seals with its `input_required` result. The upstream it
 /// belongs to is checked against the route the retry arrives on, besides
 /// the bindings of the state itself.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 #[serde(tag = "via", rename_all = "lowercase")]
 pub(crate) enum Cont {
     /// A 2026-07-28 upstream's round, whole.
@@ -89,6 +86,73 @@ pub(crate) enum Cont {
     },
     /// A call held in this proxy: its id and how many requests it made.
     Held { up: String, id: String, asked: u32 },
+}
+
+/// Reads a continuation with its tag first, as `Serialize` writes it (an
+/// internally tagged enum's tag leads): the variant's fields are then read
+/// in place. Serde's own reading of such an enum buffers every other field
+/// first, here the upstream's state and questions, only to read them again.
+/// The bytes come from this proxy's own sealed state, so another order
+/// cannot occur; it is refused, not guessed at.
+impl<'de> Deserialize<'de> for Cont {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ContVisitor)
+    }
+}
+
+struct ContVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ContVisitor {
+    type Value = Cont;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a proxy continuation, its `via` first")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Cont, A::Error> {
+        use serde::de::Error as _;
+        use serde::de::value::MapAccessDeserializer;
+
+        #[derive(Deserialize)]
+        struct State {
+            up: String,
+            round: UpRound,
+        }
+        #[derive(Deserialize)]
+        struct Kept {
+            up: String,
+            id: String,
+            digest: String,
+        }
+        #[derive(Deserialize)]
+        struct Held {
+            up: String,
+            id: String,
+            asked: u32,
+        }
+        if map.next_key::<String>()?.as_deref() != Some("via") {
+            return Err(A::Error::custom("a continuation begins with `via`"));
+        }
+        let via: String = map.next_value()?;
+        let fields = MapAccessDeserializer::new(map);
+        match via.as_str() {
+            "state" => State::deserialize(fields).map(|c| Cont::State {
+                up: c.up,
+                round: c.round,
+            }),
+            "kept" => Kept::deserialize(fields).map(|c| Cont::Kept {
+                up: c.up,
+                id: c.id,
+                digest: c.digest,
+            }),
+            "held" => Held::deserialize(fields).map(|c| Cont::Held {
+                up: c.up,
+                id: c.id,
+                asked: c.asked,
+            }),
+            other => Err(A::Error::unknown_variant(other, &["state", "kept", "held"])),
+        }
+    }
 }
 
 impl Cont {
@@ -308,7 +372,7 @@ impl Forward {
                 ))
                 .into()),
             Ok(Step::Pending(pending)) => {
-                let round = UpRound::of(&pending);
+                let round = UpRound::of(pending);
                 let needs = needs(&round.requests)?;
                 let asked = if needs.is_empty() {
                     Pending::state_only()
