@@ -12,7 +12,6 @@
 //! [`InputProvider`]: crate::InputProvider
 
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -515,16 +514,15 @@ impl Client {
                     input_requests: &input_requests,
                     request_state: request_state.as_deref(),
                 });
-                Ok(Step::Pending(PendingCall {
-                    method: T::METHOD.to_owned(),
-                    params: base,
+                Ok(Step::Pending(PendingCall::new(
+                    T::METHOD,
+                    base,
                     round,
                     request_state,
                     input_requests,
                     server_info,
                     answer_within_secs,
-                    _result: PhantomData,
-                }))
+                )))
             }
             _ => {
                 let done = parse_result(T::METHOD, result)?;
@@ -680,16 +678,15 @@ mod tests {
 
     #[test]
     fn backoff_grows_and_stays_bounded() {
-        let p: PendingCall<CallToolResult> = PendingCall {
-            method: "tools/call".into(),
-            params: Map::new(),
-            round: 1,
-            request_state: Some("s".into()),
-            input_requests: InputRequests::new(),
-            server_info: None,
-            answer_within_secs: None,
-            _result: PhantomData,
-        };
+        let p: PendingCall<CallToolResult> = PendingCall::new(
+            "tools/call",
+            Map::new(),
+            1,
+            Some("s".into()),
+            InputRequests::new(),
+            None,
+            None,
+        );
         for n in 1..=3 {
             let d = backoff(n, &p).as_millis() as u64;
             let base = 100 << (n - 1);

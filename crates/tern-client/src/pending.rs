@@ -79,16 +79,15 @@ impl<T> PendingCall<T> {
     where
         T: FlowResult,
     {
-        PendingCall {
-            method: T::METHOD.to_owned(),
+        Self::new(
+            T::METHOD,
             params,
             round,
             request_state,
             input_requests,
-            server_info: None,
-            answer_within_secs: None,
-            _result: PhantomData,
-        }
+            None,
+            None,
+        )
     }
 
     /// The parts [`PendingCall::from_parts`] takes: the params, the round,
@@ -110,14 +109,35 @@ impl<T> PendingCall<T> {
         input_requests: InputRequests,
         server_info: Option<Value>,
     ) -> Self {
+        Self::new(
+            method,
+            params,
+            round,
+            None,
+            input_requests,
+            server_info,
+            None,
+        )
+    }
+
+    /// The one constructor the others go through.
+    pub(crate) fn new(
+        method: &str,
+        params: Map<String, Value>,
+        round: u32,
+        request_state: Option<String>,
+        input_requests: InputRequests,
+        server_info: Option<Value>,
+        answer_within_secs: Option<u64>,
+    ) -> Self {
         PendingCall {
             method: method.to_owned(),
             params,
             round,
-            request_state: None,
+            request_state,
             input_requests,
             server_info,
-            answer_within_secs: None,
+            answer_within_secs,
             _result: PhantomData,
         }
     }

@@ -76,16 +76,36 @@ fn new_id() -> String {
 #[serde(tag = "via", rename_all = "lowercase")]
 pub(crate) enum Cont {
     /// A 2026-07-28 upstream's round, whole.
-    State { up: String, round: UpRound },
-    /// A 2026-07-28 upstream's round held in this proxy: its id, and the
-    /// digest of what is held.
-    Kept {
-        up: String,
-        id: String,
-        digest: String,
-    },
-    /// A call held in this proxy: its id and how many requests it made.
-    Held { up: String, id: String, asked: u32 },
+    State(ViaState),
+    /// A 2026-07-28 upstream's round held in this proxy.
+    Kept(ViaKept),
+    /// A call held in this proxy.
+    Held(ViaHeld),
+}
+
+/// [`Cont::State`]: the upstream and its round.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ViaState {
+    up: String,
+    round: UpRound,
+}
+
+/// [`Cont::Kept`]: the upstream, the held round's id and the digest of
+/// what is held.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ViaKept {
+    up: String,
+    id: String,
+    digest: String,
+}
+
+/// [`Cont::Held`]: the upstream, the held call's id and how many requests
+/// it made.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ViaHeld {
+    up: String,
+    id: String,
+    asked: u32,
 }
 
 /// Reads a continuation with its tag first, as `Serialize` writes it (an
@@ -113,43 +133,15 @@ impl<'de> serde::de::Visitor<'de> for ContVisitor {
         use serde::de::Error as _;
         use serde::de::value::MapAccessDeserializer;
 
-        #[derive(Deserialize)]
-        struct State {
-            up: String,
-            round: UpRound,
-        }
-        #[derive(Deserialize)]
-        struct Kept {
-            up: String,
-            id: String,
-            digest: String,
-        }
-        #[derive(Deserialize)]
-        struct Held {
-            up: String,
-            id: String,
-            asked: u32,
-        }
         if map.next_key::<String>()?.as_deref() != Some("via") {
             return Err(A::Error::custom("a continuation begins with `via`"));
         }
         let via: String = map.next_value()?;
         let fields = MapAccessDeserializer::new(map);
         match via.as_str() {
-            "state" => State::deserialize(fields).map(|c| Cont::State {
-                up: c.up,
-                round: c.round,
-            }),
-            "kept" => Kept::deserialize(fields).map(|c| Cont::Kept {
-                up: c.up,
-                id: c.id,
-                digest: c.digest,
-            }),
-            "held" => Held::deserialize(fields).map(|c| Cont::Held {
-                up: c.up,
-                id: c.id,
-                asked: c.asked,
-            }),
+            "state" => ViaState::deserialize(fields).map(Cont::State),
+            "kept" => ViaKept::deserialize(fields).map(Cont::Kept),
+            "held" => ViaHeld::deserialize(fields).map(Cont::Held),
             other => Err(A::Error::unknown_variant(other, &["state", "kept", "held"])),
         }
     }
@@ -158,7 +150,9 @@ impl<'de> serde::de::Visitor<'de> for ContVisitor {
 impl Cont {
     fn upstream(&self) -> &str {
         match self {
-            Cont::State { up, .. } | Cont::Kept { up, .. } | Cont::Held { up, .. } => up,
+            Cont::State(ViaState { up, .. })
+            | Cont::Kept(ViaKept { up, .. })
+            | Cont::Held(ViaHeld { up, .. }) => up,
         }
     }
 }
@@ -265,12 +259,14 @@ impl Forward {
                 let step = live.client.once_with::<T>(params, &self.options()).await;
                 self.stepped(&live, step).await
             }
-            Some(Cont::State { round, .. }) => {
+            Some(Cont::State(ViaState { round, .. })) => {
                 let answers = self.ask.all(needs(&round.requests)?)?;
                 self.resume::<T>(params, round, answers).await
             }
-            Some(Cont::Kept { id, digest, .. }) => self.resume_kept::<T>(params, id, digest).await,
-            Some(Cont::Held { id, asked, .. }) => self.resume_held(id, asked).await,
+            Some(Cont::Kept(ViaKept { id, digest, .. })) => {
+                self.resume_kept::<T>(params, id, digest).await
+            }
+            Some(Cont::Held(ViaHeld { id, asked, .. })) => self.resume_held(id, asked).await,
         }
     }
 
@@ -310,11 +306,11 @@ impl Forward {
         match self.ask.all(needs(&kept.round.requests)?) {
             Ok(answers) => self.resume::<T>(params, kept.round, answers).await,
             Err(Error::Input(p)) => {
-                let cont = Cont::Kept {
+                let cont = Cont::Kept(ViaKept {
                     up: self.up.name.clone(),
                     id: id.clone(),
                     digest,
-                };
+                });
                 self.park(id, Kept::Round(kept), p, &cont)
             }
             Err(e) => {
@@ -342,11 +338,11 @@ impl Forward {
             Ok(mut a) => a.pop().unwrap_or(Value::Null),
             Err(Error::Input(p)) => {
                 // Retried without the answer: asked again, still held.
-                let cont = Cont::Held {
+                let cont = Cont::Held(ViaHeld {
                     up: self.up.name.clone(),
                     id: id.clone(),
                     asked,
-                };
+                });
                 return self.park(id, Kept::Call(call), p, &cont);
             }
             Err(e) => return Err(e),
@@ -397,7 +393,7 @@ impl Forward {
     /// with only its id and digest sealed.
     fn seal_or_keep(&self, round: UpRound, asked: Pending) -> Result<Outcome, Error> {
         let up = self.up.name.clone();
-        let cont = Cont::State { up, round };
+        let cont = Cont::State(ViaState { up, round });
         // Encoded once: its length decides, and the same bytes are sealed.
         // Unserialisable counts as too large: it can be neither sealed nor
         // held.
@@ -406,7 +402,7 @@ impl Forward {
         if let Some(raw) = encoded.filter(|_| len <= MAX_CONT) {
             return Err(Error::Input(asked.with_continuation(&raw)));
         }
-        let Cont::State { up, round } = cont else {
+        let Cont::State(ViaState { up, round }) = cont else {
             return Err(McpError::Internal("the round changed its kind".into()).into());
         };
         let max = self.shared.options.max_round_bytes;
@@ -421,11 +417,11 @@ impl Forward {
         }
         let digest = round.digest()?;
         let id = new_id();
-        let cont = Cont::Kept {
+        let cont = Cont::Kept(ViaKept {
             up: up.clone(),
             id: id.clone(),
             digest: digest.clone(),
-        };
+        });
         let kept = KeptRound {
             upstream: up,
             digest,
@@ -546,11 +542,11 @@ impl Forward {
                     // which refuses the upstream's request.
                     other => return Err(other),
                 };
-                let cont = Cont::Held {
+                let cont = Cont::Held(ViaHeld {
                     up: self.up.name.clone(),
                     id: call.id.clone(),
                     asked: call.asked,
-                };
+                });
                 self.park(call.id.clone(), Kept::Call(call), round, &cont)
             }
         }
