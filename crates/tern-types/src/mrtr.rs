@@ -55,40 +55,94 @@ impl Serialize for InputRequest {
     }
 }
 
-#[derive(Deserialize)]
-struct RawInputRequest {
-    method: String,
-    #[serde(default)]
-    params: Option<Value>,
-}
-
 impl<'de> Deserialize<'de> for InputRequest {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        fn params<T: DeserializeOwned, E: de::Error>(
-            method: &str,
-            params: Option<Value>,
-        ) -> Result<T, E> {
-            let value = params
-                .ok_or_else(|| E::custom(format_args!("input request {method} has no params")))?;
-            T::deserialize(value).map_err(E::custom)
+        d.deserialize_map(InputRequestVisitor)
+    }
+}
+
+/// Reads `method` and `params` in either order. With `method` first, as
+/// this crate writes it, the params are read straight into their type;
+/// params that come first are held as a value until the method is known.
+struct InputRequestVisitor;
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum InputRequestField {
+    Method,
+    Params,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> de::Visitor<'de> for InputRequestVisitor {
+    type Value = InputRequest;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an input request (`method` and `params`)")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<InputRequest, A::Error> {
+        let mut method: Option<String> = None;
+        let mut read: Option<InputRequest> = None;
+        let mut held: Option<Value> = None;
+        while let Some(field) = map.next_key()? {
+            match field {
+                InputRequestField::Method if method.is_some() => {
+                    return Err(de::Error::duplicate_field("method"));
+                }
+                InputRequestField::Method => method = Some(map.next_value()?),
+                InputRequestField::Params if read.is_some() || held.is_some() => {
+                    return Err(de::Error::duplicate_field("params"));
+                }
+                InputRequestField::Params => match &method {
+                    Some(m) => read = Some(map.next_value_seed(ParamsOf(m))?),
+                    None => held = Some(map.next_value()?),
+                },
+                InputRequestField::Other => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
         }
-        let raw = RawInputRequest::deserialize(d)?;
-        match raw.method.as_str() {
-            methods::ELICITATION_CREATE => {
-                params(&raw.method, raw.params).map(InputRequest::Elicitation)
+        let method = method.ok_or_else(|| de::Error::missing_field("method"))?;
+        match read {
+            Some(request) => Ok(request),
+            // Absent and `null` params read alike.
+            None => {
+                de::DeserializeSeed::deserialize(ParamsOf(&method), held.unwrap_or(Value::Null))
+                    .map_err(de::Error::custom)
             }
-            methods::SAMPLING_CREATE_MESSAGE => {
-                params(&raw.method, raw.params).map(InputRequest::Sampling)
+        }
+    }
+}
+
+/// The params of an input request whose method is known, read as that
+/// method's type: required for elicitation and sampling, optional for
+/// roots.
+struct ParamsOf<'a>(&'a str);
+
+impl<'de> de::DeserializeSeed<'de> for ParamsOf<'_> {
+    type Value = InputRequest;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<InputRequest, D::Error> {
+        fn required<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+            method: &str,
+            d: D,
+        ) -> Result<T, D::Error> {
+            Option::<T>::deserialize(d)?.ok_or_else(|| {
+                de::Error::custom(format_args!("input request {method} has no params"))
+            })
+        }
+        match self.0 {
+            methods::ELICITATION_CREATE => required(self.0, d).map(InputRequest::Elicitation),
+            methods::SAMPLING_CREATE_MESSAGE => required(self.0, d).map(InputRequest::Sampling),
+            methods::ROOTS_LIST => Option::deserialize(d).map(InputRequest::ListRoots),
+            other => {
+                de::IgnoredAny::deserialize(d)?;
+                Err(de::Error::custom(format_args!(
+                    "unknown input request method {other:?}"
+                )))
             }
-            methods::ROOTS_LIST => match raw.params {
-                None | Some(Value::Null) => Ok(InputRequest::ListRoots(None)),
-                Some(v) => ListRootsRequestParams::deserialize(v)
-                    .map(|p| InputRequest::ListRoots(Some(p)))
-                    .map_err(de::Error::custom),
-            },
-            other => Err(de::Error::custom(format_args!(
-                "unknown input request method {other:?}"
-            ))),
         }
     }
 }

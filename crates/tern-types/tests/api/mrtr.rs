@@ -1,5 +1,6 @@
 //! Input requests and responses (DIGEST §4.2, §4.6).
 
+use serde::Deserialize as _;
 use serde_json::json;
 use tern_types::{
     CallToolRequestParams, ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue,
@@ -109,4 +110,77 @@ fn input_responses_built_in_code() {
         json!({"k": {"action": "cancel"}})
     );
     assert_eq!(methods::INPUT_REQUESTS.len(), 3);
+}
+
+#[test]
+fn an_input_request_reads_alike_in_either_order_from_bytes_or_a_value() {
+    // Method first is read in place; params first are held until the
+    // method is known. Either way, from text or from a value, the same
+    // request, and extra members are ignored.
+    let params = json!({"message": "Deploy?", "requestedSchema": {"type": "object",
+        "properties": {"ok": {"type": "boolean"}}}});
+    let expected = InputRequest::Elicitation(serde_json::from_value(params.clone()).unwrap());
+    let method_first =
+        format!(r#"{{"method":"elicitation/create","params":{params},"x":[1,{{"y":2}}]}}"#);
+    let params_first = format!(r#"{{"x":null,"params":{params},"method":"elicitation/create"}}"#);
+    for text in [&method_first, &params_first] {
+        let from_text: InputRequest = serde_json::from_str(text).unwrap();
+        assert_eq!(from_text, expected, "{text}");
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let from_value: InputRequest = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(from_value, expected, "{text}");
+        let from_ref = InputRequest::deserialize(&value).unwrap();
+        assert_eq!(from_ref, expected, "{text}");
+    }
+}
+
+#[test]
+fn an_input_request_without_params_or_with_two_of_a_member_is_refused() {
+    let err = |text: &str| {
+        serde_json::from_str::<InputRequest>(text)
+            .unwrap_err()
+            .to_string()
+    };
+    // Absent and null params read alike: required for elicitation and
+    // sampling, optional for roots.
+    for text in [
+        r#"{"method":"elicitation/create"}"#,
+        r#"{"method":"elicitation/create","params":null}"#,
+        r#"{"params":null,"method":"elicitation/create"}"#,
+    ] {
+        assert!(
+            err(text).starts_with("input request elicitation/create has no params"),
+            "{text}: {}",
+            err(text)
+        );
+    }
+    assert!(err(r#"{"method":"sampling/createMessage"}"#).contains("has no params"));
+    for text in [
+        r#"{"method":"roots/list","params":null}"#,
+        r#"{"params":null,"method":"roots/list"}"#,
+    ] {
+        let r: InputRequest = serde_json::from_str(text).unwrap();
+        assert_eq!(r, InputRequest::ListRoots(None), "{text}");
+    }
+    assert!(err(r#"{"params":{}}"#).starts_with("missing field `method`"));
+    assert!(
+        err(r#"{"method":"roots/list","method":"roots/list"}"#)
+            .starts_with("duplicate field `method`")
+    );
+    for text in [
+        r#"{"method":"roots/list","params":{},"params":{}}"#,
+        r#"{"params":{},"params":{},"method":"roots/list"}"#,
+        r#"{"params":{},"method":"roots/list","params":{}}"#,
+    ] {
+        assert!(
+            err(text).starts_with("duplicate field `params`"),
+            "{text}: {}",
+            err(text)
+        );
+    }
+    assert!(
+        err(r#"{"method":"ping","params":{"a":[1]}}"#)
+            .starts_with("unknown input request method \"ping\""),
+    );
+    assert!(err(r#"["roots/list"]"#).contains("expected an input request"));
 }
