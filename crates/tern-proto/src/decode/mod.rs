@@ -279,6 +279,20 @@ fn classify(value: Value) -> Result<Message, DecodeError> {
         }
         return Err(invalid(id, "method must be a string"));
     }
+    // The usual result (an object, for a request id) is moved out the same
+    // way: a client reads one per round, and rebuilding its tree through
+    // serde cost more than parsing it.
+    if let (true, Some(rid), Some(Value::Object(_))) = (has_result, &id, obj.get("result")) {
+        let mut obj = obj;
+        if let Some(Value::Object(result)) = obj.remove("result") {
+            return Ok(Message::Result(ResultResponse {
+                jsonrpc: tern_types::JsonRpcVersion,
+                id: rid.clone(),
+                result,
+            }));
+        }
+        return Err(invalid(id, "result must be an object"));
+    }
     let value = Value::Object(obj);
     let shape_err = |id: Option<RequestId>, e: serde_json::Error| invalid(id, &e.to_string());
     if has_method {
@@ -380,6 +394,37 @@ mod tests {
                 .http_status(),
             400
         );
+    }
+
+    #[test]
+    fn a_usual_result_reads_as_serde_reads_it() {
+        // Moved out of the parsed tree rather than rebuilt by serde: the
+        // same response, unknown members ignored, for either kind of id.
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}]}}"#,
+            r#"{"result":{},"id":"x-1","jsonrpc":"2.0","extra":[1,{"a":null}]}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+        ] {
+            let serde: ResultResponse = serde_json::from_str(text).unwrap();
+            let ours = decode_message(text.as_bytes(), &Limits::default()).unwrap();
+            assert_eq!(ours, Message::Result(serde), "{text}");
+        }
+        // What is not the usual result is answered as before.
+        for (text, why) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":[]}"#,
+                "invalid type: sequence",
+            ),
+            (r#"{"jsonrpc":"2.0","result":{}}"#, "missing field `id`"),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+                "invalid type: null",
+            ),
+        ] {
+            let e = decode_message(text.as_bytes(), &Limits::default()).unwrap_err();
+            assert_eq!(e.error.code(), ErrorCode::INVALID_REQUEST, "{text}");
+            assert!(e.error.to_string().contains(why), "{text}: {}", e.error);
+        }
     }
 
     #[test]
