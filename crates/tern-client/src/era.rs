@@ -72,6 +72,9 @@ impl Connection {
 pub(crate) struct LegacySession {
     pub(crate) version: String,
     pub(crate) init: InitializeResult,
+    /// `init.server_info` as the value each question's context carries,
+    /// built once rather than per question.
+    pub(crate) server_info: Option<Value>,
     /// The level last set with `logging/setLevel` in this session.
     pub(crate) log_level: tokio::sync::Mutex<Option<String>>,
 }
@@ -270,9 +273,11 @@ impl Client {
         )
         .await?;
         tracing::debug!(%version, server = %init.server_info.name, "2025-11-25 session open");
+        let server_info = serde_json::to_value(&init.server_info).ok();
         Ok(LegacySession {
             version,
             init,
+            server_info,
             log_level: tokio::sync::Mutex::new(None),
         })
     }

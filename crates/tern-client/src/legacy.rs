@@ -20,6 +20,7 @@ use tern_types::{
 use crate::Error;
 use crate::client::{Call, Client, ServerRequests};
 use crate::encode::encode_request;
+use crate::era::Connection;
 use crate::mrtr::{MAX_INPUT_REQUESTS, answer_one, check_declared, target_of};
 use crate::options::RoundEvent;
 use crate::provider::InputContext;
@@ -343,8 +344,10 @@ impl Client {
     }
 
     fn legacy_server_info(&self) -> Option<Value> {
-        self.initialize_result()
-            .and_then(|i| serde_json::to_value(i.server_info).ok())
+        match self.known().as_deref() {
+            Some(Connection::Legacy(s)) => s.server_info.clone(),
+            _ => None,
+        }
     }
 }
 

@@ -163,12 +163,26 @@ async fn the_ceiling_of_the_call_options_applies_to_forms_too() {
 #[tokio::test]
 async fn a_server_within_the_ceiling_completes() {
     let t = Asking::new(json!({"method": "roots/list"}), 9);
-    let r = client(&t, Canned::default())
+    let provider = Canned::default();
+    let r = client(&t, provider.clone())
         .call_tool("list", obj(json!({})))
         .await
         .unwrap();
     assert_eq!(text(&r), "done");
     assert_eq!(t.answers().len(), 9);
+    // Each question comes with what it belongs to: the call, its round,
+    // and the identity the server gave in `initialize`.
+    let asked = provider.asked.lock().unwrap();
+    assert_eq!(asked.len(), 9);
+    for (n, cx) in asked.iter().enumerate() {
+        assert_eq!(cx.method, "tools/call");
+        assert_eq!(cx.key, "roots/list");
+        assert_eq!(cx.round, u32::try_from(n + 1).unwrap());
+        assert_eq!(
+            cx.server_info,
+            Some(json!({"name": "asking", "version": "1"}))
+        );
+    }
 }
 
 #[tokio::test]
