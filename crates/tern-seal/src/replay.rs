@@ -1,6 +1,7 @@
 //! The single-use contract and the in-memory backend (SECURITY.md §3.9).
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::future::{Future, ready};
 use std::pin::Pin;
@@ -317,21 +318,61 @@ struct State {
     results: Results,
 }
 
+#[derive(Default)]
 struct Markers {
     /// Key to expiry; `None` when `now + ttl` overflows the clock.
     live: HashMap<ConsumeKey, Option<Instant>>,
-    /// No marker expires before this, so a full store need not scan
-    /// before then. `None` when unknown or nothing can expire.
-    earliest: Option<Instant>,
+    expiries: Expiries,
 }
 
+#[derive(Default)]
 struct Results {
     /// Key to expiry (`None`: beyond the clock) and the result.
     live: HashMap<ConsumeKey, (Option<Instant>, StoredResult)>,
     /// Sum of the `result` lengths held, for the byte budget.
     bytes: usize,
-    /// As [`Markers::earliest`].
-    earliest: Option<Instant>,
+    expiries: Expiries,
+}
+
+/// Every expiry given out, soonest first, so dropping what has lapsed
+/// visits only that: a store kept full at a steady rate, where one entry
+/// lapses for each that arrives, would otherwise scan every entry on every
+/// insert. An entry whose key was given another expiry since (a result
+/// replaced) is stale and skipped when it comes up; once stale entries
+/// outnumber the live, the heap is rebuilt from the live ones, so it stays
+/// within twice the store's bound at a cost of O(1) per insert, amortized.
+#[derive(Default)]
+struct Expiries(BinaryHeap<Reverse<(Instant, ConsumeKey)>>);
+
+impl Expiries {
+    /// Queues `key`'s expiry; `live` are the entries held after it, with
+    /// their expiries, from which the heap is rebuilt when it must be.
+    fn push<'a>(
+        &mut self,
+        at: Option<Instant>,
+        key: ConsumeKey,
+        live: impl ExactSizeIterator<Item = (&'a ConsumeKey, Option<Instant>)>,
+    ) {
+        let Some(at) = at else { return };
+        self.0.push(Reverse((at, key)));
+        if self.0.len() > 2 * live.len() + 16 {
+            self.0 = live
+                .filter_map(|(k, at)| at.map(|at| Reverse((at, *k))))
+                .collect();
+        }
+    }
+
+    /// Pops each entry lapsed at `now`, giving its key and expiry to
+    /// `lapsed`.
+    fn pop_lapsed(&mut self, now: Instant, mut lapsed: impl FnMut(ConsumeKey, Instant)) {
+        while let Some(&Reverse((at, key))) = self.0.peek() {
+            if now < at {
+                break;
+            }
+            self.0.pop();
+            lapsed(key, at);
+        }
+    }
 }
 
 impl MemoryReplayStore {
@@ -344,15 +385,8 @@ impl MemoryReplayStore {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             inner: Mutex::new(State {
-                markers: Markers {
-                    live: HashMap::new(),
-                    earliest: None,
-                },
-                results: Results {
-                    live: HashMap::new(),
-                    bytes: 0,
-                    earliest: None,
-                },
+                markers: Markers::default(),
+                results: Results::default(),
             }),
             capacity,
             result_budget: DEFAULT_MEMORY_RESULT_BUDGET,
@@ -394,23 +428,19 @@ impl MemoryReplayStore {
         let expiry = now.checked_add(ttl);
         let mut state = self.lock();
         let markers = &mut state.markers;
-        if let Some(existing) = markers.live.get(&key) {
-            if existing.is_none_or(|at| now < at) {
-                return Ok(Consumed::AlreadyUsed);
-            }
-        } else if markers.live.len() >= self.capacity {
-            markers.purge(now);
-            if markers.live.len() >= self.capacity {
-                return Err(StoreError::Full(format!(
-                    "{} live markers and none expired",
-                    self.capacity
-                )));
-            }
+        markers.purge(now);
+        if markers.live.contains_key(&key) {
+            return Ok(Consumed::AlreadyUsed);
+        }
+        if markers.live.len() >= self.capacity {
+            return Err(StoreError::Full(format!(
+                "{} live markers and none expired",
+                self.capacity
+            )));
         }
         markers.live.insert(key, expiry);
-        if let Some(at) = expiry {
-            markers.earliest = Some(markers.earliest.map_or(at, |e| e.min(at)));
-        }
+        let live = markers.live.iter().map(|(k, at)| (k, *at));
+        markers.expiries.push(expiry, key, live);
         Ok(Consumed::FirstUse)
     }
 
@@ -426,14 +456,12 @@ impl MemoryReplayStore {
         let expiry = now.checked_add(ttl);
         let mut state = self.lock();
         let results = &mut state.results;
+        results.purge(now);
         if !results.has_room(key, result.len(), self.capacity, self.result_budget) {
-            results.purge(now);
-            if !results.has_room(key, result.len(), self.capacity, self.result_budget) {
-                return Err(StoreError::Full(format!(
-                    "{} results or {} bytes of them live and none expired",
-                    self.capacity, self.result_budget
-                )));
-            }
+            return Err(StoreError::Full(format!(
+                "{} results or {} bytes of them live and none expired",
+                self.capacity, self.result_budget
+            )));
         }
         results.bytes += result.len();
         if let Some((_, old)) = results
@@ -442,9 +470,8 @@ impl MemoryReplayStore {
         {
             results.bytes -= old.result.len();
         }
-        if let Some(at) = expiry {
-            results.earliest = Some(results.earliest.map_or(at, |e| e.min(at)));
-        }
+        let live = results.live.iter().map(|(k, (at, _))| (k, *at));
+        results.expiries.push(expiry, key, live);
         Ok(())
     }
 
@@ -469,12 +496,14 @@ pub(crate) fn clock() -> Instant {
 
 impl Markers {
     /// Drops expired markers, unless none can have expired yet.
+    /// Drops the markers lapsed at `now`.
     fn purge(&mut self, now: Instant) {
-        if self.earliest.is_none_or(|e| now < e) {
-            return;
-        }
-        self.live.retain(|_, at| at.is_none_or(|at| now < at));
-        self.earliest = self.live.values().flatten().min().copied();
+        let live = &mut self.live;
+        self.expiries.pop_lapsed(now, |key, at| {
+            if live.get(&key) == Some(&Some(at)) {
+                live.remove(&key);
+            }
+        });
     }
 }
 
@@ -489,14 +518,16 @@ impl Results {
         others < capacity && other_bytes.saturating_add(len) <= budget
     }
 
-    /// Drops expired results, unless none can have expired yet.
+    /// Drops the results lapsed at `now`.
     fn purge(&mut self, now: Instant) {
-        if self.earliest.is_none_or(|e| now < e) {
-            return;
-        }
-        self.live.retain(|_, (at, _)| at.is_none_or(|at| now < at));
-        self.bytes = self.live.values().map(|(_, r)| r.result.len()).sum();
-        self.earliest = self.live.values().filter_map(|(at, _)| *at).min();
+        let (live, bytes) = (&mut self.live, &mut self.bytes);
+        self.expiries.pop_lapsed(now, |key, at| {
+            if live.get(&key).is_some_and(|(held, _)| *held == Some(at))
+                && let Some((_, gone)) = live.remove(&key)
+            {
+                *bytes -= gone.result.len();
+            }
+        });
     }
 }
 

@@ -110,6 +110,43 @@ fn an_expired_marker_no_longer_blocks_its_key() {
         block_on(store.consume(key(0), TTL)),
         Ok(Consumed::AlreadyUsed)
     );
+    // Held for its new lifetime, not its first: dropping what lapsed
+    // (another key's consume) leaves it.
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(block_on(store.consume(key(1), TTL)), Ok(Consumed::FirstUse));
+    assert_eq!(store.len(), 2);
+    assert_eq!(
+        block_on(store.consume(key(0), TTL)),
+        Ok(Consumed::AlreadyUsed)
+    );
+}
+
+#[test]
+fn a_store_kept_full_admits_one_for_each_that_lapses() {
+    // Past the capacity, a key gets in only as another lapses; those
+    // still live are never dropped to make room.
+    let store = MemoryReplayStore::with_capacity(3);
+    let short = Duration::from_millis(1);
+    assert_eq!(
+        block_on(store.consume(key(0), short)),
+        Ok(Consumed::FirstUse)
+    );
+    for n in 1..3 {
+        assert_eq!(block_on(store.consume(key(n), TTL)), Ok(Consumed::FirstUse));
+    }
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(block_on(store.consume(key(3), TTL)), Ok(Consumed::FirstUse));
+    assert!(matches!(
+        block_on(store.consume(key(4), TTL)),
+        Err(StoreError::Full(_))
+    ));
+    assert_eq!(store.len(), 3);
+    for n in 1..4 {
+        assert_eq!(
+            block_on(store.consume(key(n), TTL)),
+            Ok(Consumed::AlreadyUsed)
+        );
+    }
 }
 
 #[test]
@@ -292,6 +329,45 @@ fn expired_results_are_none_and_make_room() {
     let store = MemoryReplayStore::new();
     block_on(store.put_result(key(0), OWNER, b"r".to_vec(), Duration::MAX)).unwrap();
     assert_eq!(block_on(store.get_result(key(0))), Ok(stored(b"r")));
+}
+
+#[test]
+fn a_result_replaced_with_a_later_expiry_outlives_the_first() {
+    // The replaced result's expiry comes up first and must leave the new
+    // one, and its bytes, counted.
+    let store = MemoryReplayStore::new().with_result_budget(8);
+    let short = Duration::from_millis(1);
+    block_on(store.put_result(key(0), OWNER, vec![1; 4], short)).unwrap();
+    block_on(store.put_result(key(0), OWNER, vec![2; 4], TTL)).unwrap();
+    thread::sleep(Duration::from_millis(20));
+    block_on(store.put_result(key(1), OWNER, vec![3; 4], TTL)).unwrap();
+    assert_eq!(block_on(store.get_result(key(0))), Ok(stored(&[2; 4])));
+    assert_eq!(store.results_len(), 2);
+    // 4 + 4 bytes held: the budget of 8 has no room for one more.
+    assert!(matches!(
+        block_on(store.put_result(key(2), OWNER, vec![4; 1], TTL)),
+        Err(StoreError::Full(_))
+    ));
+}
+
+#[test]
+fn a_result_replaced_again_and_again_stays_one_result() {
+    // Each replacement leaves its predecessor's expiry queued; the queue
+    // is rebuilt from what is held, and the result held is the last.
+    let store = MemoryReplayStore::with_capacity(1).with_result_budget(8);
+    let byte = |n: u32| u8::try_from(n % 251).unwrap();
+    for n in 0..1_000 {
+        block_on(store.put_result(key(0), OWNER, vec![byte(n); 8], TTL)).unwrap();
+    }
+    assert_eq!(store.results_len(), 1);
+    assert_eq!(
+        block_on(store.get_result(key(0))),
+        Ok(stored(&[byte(999); 8]))
+    );
+    assert!(matches!(
+        block_on(store.put_result(key(1), OWNER, vec![1], TTL)),
+        Err(StoreError::Full(_))
+    ));
 }
 
 #[test]
