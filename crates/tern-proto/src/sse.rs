@@ -92,7 +92,11 @@ pub struct Event {
 /// line feeds): JSON-RPC data never starts with one.
 #[derive(Debug)]
 pub struct Decoder {
+    /// Bytes of lines not yet ended.
     buf: Vec<u8>,
+    /// How much of `buf` is known to hold no line end, so a line that
+    /// arrives in pieces is scanned once, not once per piece.
+    scanned: usize,
     data: String,
     event: String,
     max: usize,
@@ -106,6 +110,7 @@ impl Decoder {
     pub fn new(max: usize) -> Self {
         Decoder {
             buf: Vec::new(),
+            scanned: 0,
             data: String::new(),
             event: String::new(),
             max,
@@ -128,28 +133,49 @@ impl Decoder {
     /// dropped, the last id and retry delay kept.
     pub fn restart(&mut self) {
         self.buf.clear();
+        self.scanned = 0;
         self.data.clear();
         self.event.clear();
     }
 
     /// Feeds bytes; returns every event completed by them.
+    ///
+    /// Linear in what arrives: lines are read in place and the consumed
+    /// ones dropped once per call, and a line still open is not scanned
+    /// again, so a server cannot buy quadratic work with many short lines
+    /// in one chunk or one long line in many.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, SseError> {
-        self.buf.extend_from_slice(bytes);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some(pos) = self.buf.iter().position(|b| *b == b'\n' || *b == b'\r') {
-            // A CR at the very end may be the first half of CRLF: wait.
-            if self.buf[pos] == b'\r' && pos + 1 == self.buf.len() {
-                break;
-            }
-            let skip = if self.buf[pos] == b'\r' && self.buf.get(pos + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
+        // The current line starts at `start`; it has no line end before
+        // `from`.
+        let mut start = 0;
+        let mut from = self.scanned;
+        let read = loop {
+            let Some(end) = buf[from..].iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                from = buf.len();
+                break Ok(());
             };
-            let line: Vec<u8> = self.buf.drain(..pos + skip).take(pos).collect();
-            let line = String::from_utf8(line).map_err(|_| SseError::NotUtf8)?;
-            self.line(&line, &mut out);
-        }
+            let pos = from + end;
+            // A CR at the very end may be the first half of CRLF: wait.
+            if buf[pos] == b'\r' && pos + 1 == buf.len() {
+                from = pos;
+                break Ok(());
+            }
+            let crlf = buf[pos] == b'\r' && buf.get(pos + 1) == Some(&b'\n');
+            let line = std::str::from_utf8(&buf[start..pos]);
+            start = pos + if crlf { 2 } else { 1 };
+            from = start;
+            match line {
+                Ok(line) => self.line(line, &mut out),
+                Err(_) => break Err(SseError::NotUtf8),
+            }
+        };
+        buf.drain(..start);
+        self.scanned = from - start;
+        self.buf = buf;
+        read?;
         if self.buf.len() + self.data.len() > self.max {
             return Err(SseError::TooLarge { max: self.max });
         }
@@ -224,6 +250,18 @@ mod tests {
         assert_eq!(out, ["{\"a\":1}", "{\"b\":2}"]);
         assert_eq!(d.last_id(), Some("7"));
         assert_eq!(d.retry(), Some(Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn a_restart_drops_the_line_being_read() {
+        let mut d = Decoder::new(1 << 20);
+        assert_eq!(d.feed(b"data: half a li").unwrap(), []);
+        d.restart();
+        assert_eq!(data(d.feed(b"data: x\n\n").unwrap()), ["x"]);
+        // A CR held back at the end of a chunk is dropped with its line.
+        assert_eq!(d.feed(b"data: y\r").unwrap(), []);
+        d.restart();
+        assert_eq!(data(d.feed(b"data: z\r\n\r\n").unwrap()), ["z"]);
     }
 
     #[test]
