@@ -116,6 +116,37 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
 
 type ValidatorCache = HashMap<u64, Vec<(Value, Arc<jsonschema::Validator>)>>;
 
+/// Schemas kept compiled, at most; forms from code are a handful.
+const CACHED_SCHEMAS: usize = 1024;
+
+/// A schema larger than this as JSON is compiled for its answer and not
+/// kept: a handler building forms from run-time data, or an upstream whose
+/// questions a proxy relays, could otherwise park [`CACHED_SCHEMAS`] schemas
+/// of a whole message each in the process (a form from code is a few
+/// hundred bytes).
+const MAX_CACHED_SCHEMA_BYTES: usize = 16 * 1024;
+
+/// The length of a value's compact JSON text, counted without building it.
+pub(crate) fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing a Value to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
+}
+
+/// Compiled validators of run-time schemas, by structural hash.
+static CACHE: OnceLock<Mutex<ValidatorCache>> = OnceLock::new();
+
 /// Compiles a form schema's validator (formats checked).
 pub(crate) fn compile(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
     jsonschema::options()
@@ -126,7 +157,6 @@ pub(crate) fn compile(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpE
 }
 
 fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
-    static CACHE: OnceLock<Mutex<ValidatorCache>> = OnceLock::new();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     hash_value(schema, &mut hasher);
     let key = hasher.finish();
@@ -142,9 +172,9 @@ fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
     }
     let v = compile(schema)?;
     if let Ok(mut c) = cache.lock() {
-        // Forms come from code, so the set of schemas is small; a bound
-        // keeps run-time schemas from growing it without end.
-        if c.len() < 1024 {
+        // Forms come from code, so the set of schemas is small; the
+        // bounds keep run-time schemas from growing it without end.
+        if c.len() < CACHED_SCHEMAS && json_len(schema) <= MAX_CACHED_SCHEMA_BYTES {
             let entries = c.entry(key).or_default();
             if !entries.iter().any(|(s, _)| s == schema) {
                 entries.push((schema.clone(), v.clone()));
@@ -214,5 +244,41 @@ pub(crate) fn validate_with(
     match instance {
         Value::Object(kept) => Ok(kept),
         _ => Err(McpError::Internal("form content lost its shape".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cached(schema: &Value) -> bool {
+        CACHE.get().is_some_and(|c| {
+            c.lock()
+                .unwrap()
+                .values()
+                .any(|entries| entries.iter().any(|(s, _)| s == schema))
+        })
+    }
+
+    #[test]
+    fn only_schemas_of_a_form_s_size_are_kept_compiled() {
+        let small = json!({"type": "object",
+            "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+        let ok = validate_content("k", &small, &json!({"ok": true})).unwrap();
+        assert_eq!(Value::Object(ok), json!({"ok": true}));
+        assert!(cached(&small));
+        // 2,000 choices: a whole schema's worth of run-time data, checked
+        // as any other and compiled for each answer, never parked.
+        let choices: Vec<String> = (0..2_000).map(|n| format!("choice-{n:05}")).collect();
+        let big = json!({"type": "object",
+            "properties": {"pick": {"type": "string", "enum": choices}}});
+        assert!(json_len(&big) > MAX_CACHED_SCHEMA_BYTES);
+        for _ in 0..2 {
+            let ok = validate_content("k", &big, &json!({"pick": "choice-01999"})).unwrap();
+            assert_eq!(Value::Object(ok), json!({"pick": "choice-01999"}));
+            assert!(!cached(&big));
+        }
+        let e = validate_content("k", &big, &json!({"pick": "choice-02000"})).unwrap_err();
+        assert_eq!(e.code(), tern_types::ErrorCode::INVALID_PARAMS, "{e}");
     }
 }

@@ -403,7 +403,10 @@ fn take_input_responses(
                     cfg.max_input_responses
                 )));
             }
-            let size: usize = m.iter().map(|(k, v)| k.len() + json_len(v)).sum();
+            let size: usize = m
+                .iter()
+                .map(|(k, v)| k.len() + crate::form::json_len(v))
+                .sum();
             if size > cfg.max_input_bytes {
                 return Err(McpError::invalid_params("inputResponses is too large"));
             }
@@ -411,22 +414,4 @@ fn take_input_responses(
         }
         Some(_) => Err(McpError::invalid_params("inputResponses must be an object")),
     }
-}
-
-/// The length of a value's compact JSON text, counted without building it.
-fn json_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    // Writing a Value to a sink that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut n, v);
-    n.0
 }
