@@ -68,6 +68,26 @@ struct ResultOut<'a, R> {
     result: &'a R,
 }
 
+/// The length of `value`'s compact JSON text, counted without building it:
+/// what a size budget weighs.
+pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // A sink that never fails fails only where serializing `value` does,
+    // and then what was counted is what it wrote.
+    let _ = serde_json::to_writer(&mut n, value);
+    n.0
+}
+
 /// Encodes a result response on one line.
 pub fn encode_result<R: Serialize>(id: &RequestId, result: &R) -> Bytes {
     to_bytes(&ResultOut {
@@ -141,6 +161,15 @@ mod tests {
 
     fn info() -> Value {
         json!({"name": "tern", "version": "0.1.0"})
+    }
+
+    #[test]
+    fn encoded_len_is_the_length_of_the_compact_text() {
+        let v = json!({"a": [1, 2.5, null, true], "b": "é\n\"", "c": {}});
+        assert_eq!(encoded_len(&v), serde_json::to_vec(&v).unwrap().len());
+        let id = RequestId::Number(7);
+        assert_eq!(encoded_len(&id), 1);
+        assert_eq!(encoded_len("x"), 3);
     }
 
     #[test]

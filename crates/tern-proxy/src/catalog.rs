@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 use tern_client::Client;
 use tern_server::{
     Ask, BoxFuture, CallContext, Caller, Capabilities, Error, Flow, FromCall, IntoOutcome, Log,
-    Meta, Outcome, Progress, PromptDef, RawArgs, ResourceDef, Resumed, Server, Task, TaskSupport,
-    TemplateDef, ToolDef, Uri,
+    Meta, Outcome, Progress, PromptDef, RawArgs, ResourceDef, Resumed, RouteChanges, Server, Task,
+    TaskSupport, TemplateDef, ToolDef, Uri,
 };
 use tern_types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -29,6 +29,15 @@ pub const UPSTREAM_META: &str = "tern/upstream";
 /// The most pages read of one list.
 const MAX_PAGES: usize = 100;
 
+/// The most entries of one list taken from one upstream; past it the rest
+/// is left out, with a warning.
+pub const MAX_LISTED: usize = 1_000;
+
+/// The most bytes of one list's entries (as JSON) taken from one
+/// upstream; past it the rest is left out, with a warning. With
+/// [`MAX_LISTED`], what an upstream's catalog may cost the proxy.
+pub const MAX_LISTED_BYTES: usize = 8 * 1024 * 1024;
+
 /// Everything one upstream lists.
 #[derive(Default)]
 struct Lists {
@@ -38,16 +47,41 @@ struct Lists {
     templates: Vec<ResourceTemplate>,
 }
 
-/// Reads every page of one list; an upstream without the feature lists
-/// nothing, but one that cannot be reached fails the sync.
+/// Takes a page's entries while the list stays within [`MAX_LISTED`] and
+/// [`MAX_LISTED_BYTES`] (`bytes` so far); false once it is full.
+fn take_within<T: Serialize>(out: &mut Vec<T>, bytes: &mut usize, page: Vec<T>) -> bool {
+    for entry in page {
+        let size = tern_proto::finish::encoded_len(&entry);
+        if out.len() == MAX_LISTED || *bytes + size > MAX_LISTED_BYTES {
+            return false;
+        }
+        *bytes += size;
+        out.push(entry);
+    }
+    true
+}
+
+/// Reads every page of one list, within its budgets; an upstream without
+/// the feature lists nothing, but one that cannot be reached fails the
+/// sync.
 macro_rules! read_all {
     ($client:expr, $method:ident, $field:ident) => {{
         let mut out = Vec::new();
+        let mut bytes = 0;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             match $client.$method(cursor.as_deref()).await {
                 Ok(page) => {
-                    out.extend(page.$field);
+                    if !take_within(&mut out, &mut bytes, page.$field) {
+                        tracing::warn!(
+                            list = stringify!($field),
+                            kept = out.len(),
+                            max = MAX_LISTED,
+                            max_bytes = MAX_LISTED_BYTES,
+                            "an upstream lists more than the proxy takes; the rest is left out"
+                        );
+                        break;
+                    }
                     cursor = page.next_cursor.map(|c| c.0);
                     if cursor.is_none() {
                         break;
@@ -230,40 +264,8 @@ pub(crate) async fn sync(
             return Err(e);
         }
     };
-    let mut tools = BTreeSet::new();
-    for tool in &lists.tools {
-        let route = tool_route(up, shared, tool);
-        tools.insert(route.name().to_owned());
-        if let Err(e) = server.add_tool(route) {
-            tracing::warn!(upstream = %up.name, tool = %tool.name, error = %e, "tool not offered");
-        }
-    }
-    let mut prompts = BTreeSet::new();
-    for prompt in &lists.prompts {
-        prompts.insert(up.outer_name(&prompt.name));
-        if let Err(e) = server.add_prompt(prompt_route(up, shared, prompt)) {
-            tracing::warn!(upstream = %up.name, prompt = %prompt.name, error = %e, "prompt not offered");
-        }
-    }
-    for resource in &lists.resources {
-        let route = ResourceDef::new(&resource.uri, &resource.name, read_handler(up, shared))
-            .listing(owned(entry(resource), up));
-        if let Err(e) = server.add_resource(route) {
-            tracing::warn!(upstream = %up.name, uri = %resource.uri, error = %e, "resource not offered");
-        }
-    }
-    for template in &lists.templates {
-        let route = TemplateDef::new(
-            &template.uri_template,
-            &template.name,
-            read_handler(up, shared),
-        )
-        .listing(owned(entry(template), up));
-        if let Err(e) = server.add_resource_template(route) {
-            tracing::warn!(upstream = %up.name, template = %template.uri_template, error = %e, "template not offered");
-        }
-    }
-    up.replace_listed(server, tools, prompts);
+    // One change of the routes for the whole list, not one per entry.
+    server.change_routes(|routes| offer(routes, up, shared, &lists));
     up.synced();
     tracing::info!(
         upstream = %up.name,
@@ -274,4 +276,43 @@ pub(crate) async fn sync(
         "upstream listed"
     );
     Ok(())
+}
+
+/// Offers everything `up` listed and withdraws the tools and prompts it no
+/// longer lists.
+fn offer(routes: &mut RouteChanges<'_>, up: &Arc<Upstream>, shared: &Arc<Shared>, lists: &Lists) {
+    let mut tools = BTreeSet::new();
+    for tool in &lists.tools {
+        let route = tool_route(up, shared, tool);
+        tools.insert(route.name().to_owned());
+        if let Err(e) = routes.add_tool(route) {
+            tracing::warn!(upstream = %up.name, tool = %tool.name, error = %e, "tool not offered");
+        }
+    }
+    let mut prompts = BTreeSet::new();
+    for prompt in &lists.prompts {
+        prompts.insert(up.outer_name(&prompt.name));
+        if let Err(e) = routes.add_prompt(prompt_route(up, shared, prompt)) {
+            tracing::warn!(upstream = %up.name, prompt = %prompt.name, error = %e, "prompt not offered");
+        }
+    }
+    for resource in &lists.resources {
+        let route = ResourceDef::new(&resource.uri, &resource.name, read_handler(up, shared))
+            .listing(owned(entry(resource), up));
+        if let Err(e) = routes.add_resource(route) {
+            tracing::warn!(upstream = %up.name, uri = %resource.uri, error = %e, "resource not offered");
+        }
+    }
+    for template in &lists.templates {
+        let route = TemplateDef::new(
+            &template.uri_template,
+            &template.name,
+            read_handler(up, shared),
+        )
+        .listing(owned(entry(template), up));
+        if let Err(e) = routes.add_resource_template(route) {
+            tracing::warn!(upstream = %up.name, template = %template.uri_template, error = %e, "template not offered");
+        }
+    }
+    up.replace_listed(routes, tools, prompts);
 }

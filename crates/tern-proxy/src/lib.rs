@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use tern_server::{BuildError, Server, ServerBuilder};
 
-pub use catalog::UPSTREAM_META;
+pub use catalog::{MAX_LISTED, MAX_LISTED_BYTES, UPSTREAM_META};
 pub use error::{PROXY_LIMIT, UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
 pub use upstream::{Connect, ConnectFuture};
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tern_client::{Client, ClientBuilder, EraPolicy};
-use tern_server::Server;
+use tern_server::RouteChanges;
 
 use crate::error::{Gone, unavailable};
 use crate::parked::Relaying;
@@ -80,16 +80,16 @@ impl Upstream {
     /// were listed before and are gone.
     pub(crate) fn replace_listed(
         &self,
-        server: &Server,
+        routes: &mut RouteChanges<'_>,
         tools: BTreeSet<String>,
         prompts: BTreeSet<String>,
     ) {
         let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
         for gone in listed.0.difference(&tools) {
-            server.remove_tool(gone);
+            routes.remove_tool(gone);
         }
         for gone in listed.1.difference(&prompts) {
-            server.remove_prompt(gone);
+            routes.remove_prompt(gone);
         }
         *listed = (tools, prompts);
     }

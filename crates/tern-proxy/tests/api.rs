@@ -5,6 +5,7 @@
 
 mod api {
     mod budgets;
+    mod catalog;
     mod common;
     mod failures;
     mod large;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tern_proto::McpError;
+use tern_proto::finish::encoded_len;
 
 /// A Rust type that form-mode elicitation can ask for.
 ///
@@ -126,24 +127,6 @@ const CACHED_SCHEMAS: usize = 1024;
 /// hundred bytes).
 const MAX_CACHED_SCHEMA_BYTES: usize = 16 * 1024;
 
-/// The length of a value's compact JSON text, counted without building it.
-pub(crate) fn json_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    // Writing a Value to a sink that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut n, v);
-    n.0
-}
-
 /// Compiled validators of run-time schemas, by structural hash.
 static CACHE: OnceLock<Mutex<ValidatorCache>> = OnceLock::new();
 
@@ -174,7 +157,7 @@ fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, McpError> {
     if let Ok(mut c) = cache.lock() {
         // Forms come from code, so the set of schemas is small; the
         // bounds keep run-time schemas from growing it without end.
-        if c.len() < CACHED_SCHEMAS && json_len(schema) <= MAX_CACHED_SCHEMA_BYTES {
+        if c.len() < CACHED_SCHEMAS && encoded_len(schema) <= MAX_CACHED_SCHEMA_BYTES {
             let entries = c.entry(key).or_default();
             if !entries.iter().any(|(s, _)| s == schema) {
                 entries.push((schema.clone(), v.clone()));
@@ -272,7 +255,7 @@ mod tests {
         let choices: Vec<String> = (0..2_000).map(|n| format!("choice-{n:05}")).collect();
         let big = json!({"type": "object",
             "properties": {"pick": {"type": "string", "enum": choices}}});
-        assert!(json_len(&big) > MAX_CACHED_SCHEMA_BYTES);
+        assert!(encoded_len(&big) > MAX_CACHED_SCHEMA_BYTES);
         for _ in 0..2 {
             let ok = validate_content("k", &big, &json!({"pick": "choice-01999"})).unwrap();
             assert_eq!(Value::Object(ok), json!({"pick": "choice-01999"}));

@@ -27,9 +27,7 @@ use crate::config::Config;
 use crate::handler::ErasedHandler;
 use crate::metrics::{Metrics, RequestOutcome, method_label};
 use crate::notify::Sink;
-use crate::registry::{
-    PromptDef, Registry, ResourceDef, RouteLimits, TemplateDef, ToolDef, state_missing,
-};
+use crate::registry::{Registry, RouteLimits, state_missing};
 use crate::round::Once;
 use crate::round::sealed::Opened;
 
@@ -494,17 +492,21 @@ impl Server {
         McpError::InternalLogged { correlation_id }
     }
 
-    fn update(&self, change: Change, f: impl FnOnce(&mut Registry)) {
+    /// Swaps in a changed copy of the routes, then tells listeners of the
+    /// kinds `f` says changed.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut Registry) -> Vec<Change>) {
         let mut guard = match self.inner.registry.write() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         let mut next = (**guard).clone();
-        f(&mut next);
+        let changed = f(&mut next);
         *guard = Arc::new(next);
         drop(guard);
-        // Nobody listening is fine.
-        let _ = self.inner.changes.send(change);
+        for change in changed {
+            // Nobody listening is fine.
+            let _ = self.inner.changes.send(change);
+        }
     }
 
     /// Tells the legacy sessions subscribed to `uri` that it changed
@@ -516,7 +518,7 @@ impl Server {
 
     /// A route added at run time passes the same startup guards as one
     /// given to the builder (SECURITY.md §3.9).
-    fn admit(
+    pub(crate) fn admit(
         &self,
         (kind, name): (&str, &str),
         handler: &Arc<dyn ErasedHandler>,
@@ -535,58 +537,6 @@ impl Server {
             ..self.inner.deployment
         })
         .map_err(|e| BuildError::new(e.to_string()))
-    }
-
-    /// Adds (or replaces) a tool at run time and tells listeners (SUB-S7).
-    /// A tool taking a `State<S>` the server was not given, or a single-use
-    /// or idempotent tool the deployment cannot guard, is refused, as the
-    /// builder would.
-    pub fn add_tool(&self, tool: ToolDef) -> Result<(), BuildError> {
-        self.admit(("tool", &tool.name), &tool.handler, &tool.limits)?;
-        self.update(Change::Tools, |r| r.add_tool(tool));
-        Ok(())
-    }
-
-    /// Removes a tool at run time and tells listeners.
-    pub fn remove_tool(&self, name: &str) {
-        self.update(Change::Tools, |r| r.tools.retain(|t| t.name != name));
-    }
-
-    /// Adds (or replaces) a prompt at run time and tells listeners, with
-    /// the guards of [`Server::add_tool`].
-    pub fn add_prompt(&self, prompt: PromptDef) -> Result<(), BuildError> {
-        self.admit(("prompt", &prompt.name), &prompt.handler, &prompt.limits)?;
-        self.update(Change::Prompts, |r| r.add_prompt(prompt));
-        Ok(())
-    }
-
-    /// Removes a prompt at run time and tells listeners.
-    pub fn remove_prompt(&self, name: &str) {
-        self.update(Change::Prompts, |r| r.prompts.retain(|p| p.name != name));
-    }
-
-    /// Adds (or replaces) a resource at run time and tells listeners, with
-    /// the guards of [`Server::add_tool`].
-    pub fn add_resource(&self, resource: ResourceDef) -> Result<(), BuildError> {
-        self.admit(
-            ("resource", &resource.uri),
-            &resource.handler,
-            &resource.limits,
-        )?;
-        self.update(Change::Resources, |r| r.add_resource(resource));
-        Ok(())
-    }
-
-    /// Adds (or replaces) a resource template at run time and tells
-    /// listeners, with the guards of [`Server::add_tool`].
-    pub fn add_resource_template(&self, template: TemplateDef) -> Result<(), BuildError> {
-        self.admit(
-            ("resource template", &template.template),
-            &template.handler,
-            &template.limits,
-        )?;
-        self.update(Change::Resources, |r| r.add_template(template));
-        Ok(())
     }
 }
 

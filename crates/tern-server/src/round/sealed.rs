@@ -405,7 +405,7 @@ fn take_input_responses(
             }
             let size: usize = m
                 .iter()
-                .map(|(k, v)| k.len() + crate::form::json_len(v))
+                .map(|(k, v)| k.len() + tern_proto::finish::encoded_len(v))
                 .sum();
             if size > cfg.max_input_bytes {
                 return Err(McpError::invalid_params("inputResponses is too large"));

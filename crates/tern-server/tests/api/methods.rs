@@ -68,29 +68,38 @@ async fn discover_names_versions_capabilities_and_cache_hints() {
     assert_eq!(r["resultType"], "complete");
 }
 
-#[tokio::test]
-async fn lists_page_deterministically_and_reject_bad_cursors() {
-    // TOOL-S3, PAGE-S3, CACHE-S1.
-    let h = harness();
-    let mut names = Vec::new();
+/// Every tool `tools/list` gives, page by page, in order.
+async fn tools(h: &Harness) -> Vec<Value> {
+    let mut tools = Vec::new();
     let mut cursor: Option<Value> = None;
     loop {
         let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
         let r = result(&h.send(&req("tools/list", params)).await);
         assert_eq!(r["cacheScope"], "private");
-        names.extend(
-            r["tools"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["name"].as_str().unwrap().to_owned()),
-        );
+        tools.extend(r["tools"].as_array().unwrap().iter().cloned());
         match r.get("nextCursor") {
             Some(c) => cursor = Some(c.clone()),
-            None => break,
+            None => return tools,
         }
     }
-    assert_eq!(names, ["echo0", "echo1", "echo2", "echo3", "echo4"]);
+}
+
+async fn tool_names(h: &Harness) -> Vec<String> {
+    let tools = tools(h).await;
+    tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn lists_page_deterministically_and_reject_bad_cursors() {
+    // TOOL-S3, PAGE-S3, CACHE-S1.
+    let h = harness();
+    assert_eq!(
+        tool_names(&h).await,
+        ["echo0", "echo1", "echo2", "echo3", "echo4"]
+    );
     let (code, _) = error(
         &h.send(&req("tools/list", json!({"cursor": "garbage"})))
             .await,
@@ -301,4 +310,39 @@ async fn a_route_added_at_run_time_is_refused_without_its_state() {
         .expect("its states are there");
     let reply = h.send(&call("greet", json!({}), json!({}))).await;
     assert_eq!(text(result(&reply)), "hi x3");
+}
+
+#[tokio::test]
+async fn route_changes_made_together_apply_as_one() {
+    // SUB-S7: a proxy's catalog sync adds and withdraws many routes at once.
+    let h = harness();
+    let refused = h.server.change_routes(|c| {
+        c.remove_tool("echo1");
+        c.remove_tool("never-there");
+        c.add_tool(tern_server::ToolDef::new("late", "first", echo))
+            .unwrap();
+        // The later of two under one name wins; a route the server cannot
+        // serve is refused and the rest still applies.
+        c.add_tool(tern_server::ToolDef::new("late", "second", echo))
+            .unwrap();
+        c.add_tool(tern_server::ToolDef::new("greet", "greets", greet))
+            .unwrap_err()
+            .to_string()
+    });
+    assert!(refused.contains("tool greet takes State<"), "{refused}");
+    assert_eq!(
+        tool_names(&h).await,
+        ["echo0", "echo2", "echo3", "echo4", "late"]
+    );
+    let late = tools(&h).await.pop().unwrap();
+    assert_eq!(late["description"], "second");
+    let reply = h
+        .send(&call("late", json!({"text": "hi"}), json!({})))
+        .await;
+    assert_eq!(text(result(&reply)), "hi");
+    let (code, _) = error(
+        &h.send(&call("echo1", json!({"text": "x"}), json!({})))
+            .await,
+    );
+    assert_eq!(code, -32602);
 }
