@@ -65,7 +65,7 @@ fn take_within<T: Serialize>(out: &mut Vec<T>, bytes: &mut usize, page: Vec<T>) 
 /// the feature lists nothing, but one that cannot be reached fails the
 /// sync.
 macro_rules! read_all {
-    ($client:expr, $method:ident, $field:ident) => {{
+    ($client:expr, $upstream:expr, $method:ident, $field:ident) => {{
         let mut out = Vec::new();
         let mut bytes = 0;
         let mut cursor: Option<String> = None;
@@ -74,6 +74,7 @@ macro_rules! read_all {
                 Ok(page) => {
                     if !take_within(&mut out, &mut bytes, page.$field) {
                         tracing::warn!(
+                            upstream = %$upstream,
                             list = stringify!($field),
                             kept = out.len(),
                             max = MAX_LISTED,
@@ -90,7 +91,12 @@ macro_rules! read_all {
                 // Not offered, or offered badly: nothing of this list.
                 Err(e) if e.is_remote() || e.is_protocol() => {
                     if e.is_protocol() {
-                        tracing::warn!(error = %e, "an upstream list is malformed; it is left out");
+                        tracing::warn!(
+                            upstream = %$upstream,
+                            list = stringify!($field),
+                            error = %e,
+                            "an upstream list is malformed; it is left out"
+                        );
                     }
                     break;
                 }
@@ -101,12 +107,18 @@ macro_rules! read_all {
     }};
 }
 
-async fn read(client: &Client) -> Result<Lists, String> {
+/// Reads `upstream`'s four lists; its name goes on every warning.
+async fn read(client: &Client, upstream: &str) -> Result<Lists, String> {
     Ok(Lists {
-        tools: read_all!(client, list_tools, tools),
-        prompts: read_all!(client, list_prompts, prompts),
-        resources: read_all!(client, list_resources, resources),
-        templates: read_all!(client, list_resource_templates, resource_templates),
+        tools: read_all!(client, upstream, list_tools, tools),
+        prompts: read_all!(client, upstream, list_prompts, prompts),
+        resources: read_all!(client, upstream, list_resources, resources),
+        templates: read_all!(
+            client,
+            upstream,
+            list_resource_templates,
+            resource_templates
+        ),
     })
 }
 
@@ -257,7 +269,7 @@ pub(crate) async fn sync(
     shared: &Arc<Shared>,
 ) -> Result<(), String> {
     let live = up.client().await.map_err(|e| e.to_string())?;
-    let lists = match read(&live.client).await {
+    let lists = match read(&live.client, &up.name).await {
         Ok(l) => l,
         Err(e) => {
             up.lost(&live).await;

@@ -1,8 +1,10 @@
 //! Shared test helpers for the Tern crates (dev-only): request builders
 //! ([`request`]), transports that need no sockets ([`transport`]) and input
-//! providers with fixed answers ([`provider`]). One copy of each, so every
+//! providers with fixed answers ([`provider`]), and captured log lines
+//! ([`logs`]). One copy of each, so every
 //! crate's tests exercise the same doubles.
 
+pub mod logs;
 pub mod provider;
 pub mod redis;
 pub mod request;

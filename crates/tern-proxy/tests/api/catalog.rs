@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use tern_proxy::{MAX_LISTED, MAX_LISTED_BYTES, Proxy};
+use tern_testkit::logs::Captured;
 use tern_testkit::transport::{Answer, Scripted};
 
 use super::common::{connect, proxy_of, quick, send};
@@ -76,9 +77,19 @@ fn lists_asked(up: &Scripted) -> usize {
 #[tokio::test]
 async fn an_upstream_listing_more_entries_than_the_proxy_takes_is_cut_at_the_budget() {
     assert_eq!(MAX_LISTED, 1_000);
+    let (logs, _guard) = Captured::start();
     let count = Arc::new(AtomicUsize::new(2_100));
     let up = listing(count.clone(), 700, 8);
     let proxy = proxy_of(vec![("up", connect(up.clone()))], quick()).await;
+    // The operator reads which upstream went past which budget.
+    let line = logs.line("lists more than the proxy takes");
+    assert!(
+        line.contains("WARN")
+            && line.contains("upstream=up")
+            && line.contains("list=\"tools\"")
+            && line.contains("kept=1000"),
+        "{line}"
+    );
     let names = offered(&proxy).await;
     assert_eq!(names.len(), MAX_LISTED);
     let want: Vec<String> = (0..MAX_LISTED).map(|n| format!("t{n:04}")).collect();
@@ -110,4 +121,33 @@ async fn an_upstream_listing_more_bytes_than_the_proxy_takes_is_cut_at_the_budge
         ]
     );
     assert_eq!(lists_asked(&up), 3);
+}
+
+#[tokio::test]
+async fn an_upstream_list_that_is_malformed_is_left_out_and_said_which() {
+    let (logs, _guard) = Captured::start();
+    let up = Scripted::new(|req, _| match req["method"].as_str().unwrap_or_default() {
+        "server/discover" => Answer::Result(json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 0
+        })),
+        // `tools` must be an array of tools.
+        "tools/list" => Answer::Result(json!({"resultType": "complete", "tools": "t0000"})),
+        _ => Answer::Error(json!({"code": -32601, "message": "Method not found"})),
+    });
+    let proxy = proxy_of(vec![("up", connect(up.clone()))], quick()).await;
+    let r = send(
+        &proxy,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+            "params": {"_meta": tern_testkit::request::meta(json!({}))}}),
+    )
+    .await;
+    // Nothing listed, so no tools to offer at all.
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert_eq!(lists_asked(&up), 1);
+    let line = logs.line("an upstream list is malformed");
+    assert!(
+        line.contains("WARN") && line.contains("upstream=up") && line.contains("list=\"tools\""),
+        "{line}"
+    );
 }

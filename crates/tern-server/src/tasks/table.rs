@@ -6,6 +6,7 @@
 //! [`Clock`], so expiry is tested by moving a manual clock.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -121,6 +122,9 @@ pub(crate) struct ToCheck {
 /// The tasks of one server.
 pub(crate) struct Tasks {
     table: Mutex<HashMap<TaskId, Record>>,
+    /// The clock's second of the last sweep, read and written under the
+    /// table's lock.
+    swept_at: AtomicU64,
     limits: TaskLimits,
     clock: Arc<dyn Clock>,
     /// A fleet's store, when tasks are shared across instances.
@@ -172,6 +176,7 @@ impl Tasks {
     ) -> Self {
         Tasks {
             table: Mutex::new(HashMap::new()),
+            swept_at: AtomicU64::new(u64::MAX),
             limits,
             clock,
             shared: store.map(|store| Shared { store }),
@@ -192,10 +197,18 @@ impl Tasks {
     }
 
     /// The table, rid of what outlived its time to live, and the time.
+    ///
+    /// Swept at most once per second of the clock, not on every request
+    /// (a full table is thousands of records): within one second nothing
+    /// new can lapse, since the sweep at `now` kept only records living
+    /// past `now` and a record made at `now` lives to `now + 1` at least.
+    /// A clock that steps back is a new second like any other.
     fn swept(&self, metrics: &Metrics) -> (MutexGuard<'_, HashMap<TaskId, Record>>, u64) {
         let now = self.clock.now();
         let mut table = self.lock();
-        Self::sweep(&mut table, now, metrics);
+        if self.swept_at.swap(now, Ordering::Relaxed) != now {
+            Self::sweep(&mut table, now, metrics);
+        }
         (table, now)
     }
 

@@ -403,30 +403,10 @@ async fn or_tool_error_keeps_decline_and_cancel_apart() {
     assert_eq!(tool_error(&cancelled), "the profile was cancelled");
 }
 
-/// The log lines written while it lives, for one thread's tests.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_question_that_changes_between_rounds_is_asked_again_and_said_why() {
     // MRTR-S8: the answer to "Launch #0?" does not count for "Launch #1?".
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = tern_testkit::logs::Captured::start();
     let h = harness();
     let (first, state) = round_one(&h, "counting").await;
     let asked = |r: &Value| r["inputRequests"]["go"]["params"]["message"].clone();
@@ -444,11 +424,7 @@ async fn a_question_that_changes_between_rounds_is_asked_again_and_said_why() {
         .parse()
         .unwrap();
     assert!(n >= 1, "{again}");
-    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    let line = logged
-        .lines()
-        .find(|l| l.contains("changed since the round that asked it"))
-        .unwrap_or_else(|| panic!("no warning in:\n{logged}"));
+    let line = logs.line("changed since the round that asked it");
     assert!(line.contains("WARN") && line.contains("key=go"), "{line}");
 }
 

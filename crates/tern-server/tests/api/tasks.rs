@@ -14,7 +14,7 @@ use tern_server::{
     ToolResult,
 };
 
-use super::support::{Approval, Harness, Profile, accept, error, meta, result};
+use super::support::{Approval, Harness, NOW, Profile, accept, error, meta, result};
 
 pub(super) const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -389,6 +389,45 @@ async fn a_task_is_gone_after_its_time_to_live() {
     );
     assert_eq!(code, -32602);
     assert_eq!(h.server.metrics().tasks_ended("expired"), 1);
+}
+
+#[tokio::test]
+async fn a_task_lapses_in_its_second_however_often_the_table_was_read_before() {
+    // The table is swept once per second of the clock: what that must not
+    // change is which tasks a request finds. One second is the shortest life.
+    let limits = TaskLimits {
+        ttl: Duration::from_secs(1),
+        ..TaskLimits::default()
+    };
+    let (h, _) = harness(limits);
+    let a = create(&h, alice(), "sleep").await;
+    for _ in 0..3 {
+        assert_eq!(get(&h, alice(), &a).await["status"], "working");
+    }
+    h.clock.advance(1);
+    // The second `a` lapses in: the first request sees it gone, and so does
+    // every later one, while a task made in that second lives.
+    let b = create(&h, alice(), "sleep").await;
+    for _ in 0..2 {
+        let (code, _) = error(
+            &h.send_as(alice(), &task_req("tasks/get", &a, json!({})))
+                .await,
+        );
+        assert_eq!(code, -32602);
+    }
+    assert_eq!(get(&h, alice(), &b).await["status"], "working");
+    assert_eq!(h.server.metrics().tasks_ended("expired"), 1);
+    // A wall clock stepped back is a second of its own: `b` lives on, and
+    // lapses once the clock passes its second again.
+    h.clock.set(NOW + 1 - 5);
+    assert_eq!(get(&h, alice(), &b).await["status"], "working");
+    h.clock.advance(6);
+    let (code, _) = error(
+        &h.send_as(alice(), &task_req("tasks/get", &b, json!({})))
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(h.server.metrics().tasks_ended("expired"), 2);
 }
 
 #[tokio::test(start_paused = true)]
