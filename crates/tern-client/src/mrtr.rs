@@ -344,7 +344,9 @@ impl Client {
     async fn settle<T: FlowResult>(&self, step: Step<T>, opts: &CallOptions) -> Result<T, Error> {
         match step {
             Step::Complete(t) => Ok(t),
-            Step::Task(task) => self.wait_task(task, opts).await,
+            // Boxed: following a task is rare and large, and every call
+            // through `drive` would otherwise carry its size.
+            Step::Task(task) => Box::pin(self.wait_task(task, opts)).await,
             Step::Pending(_) => Err(Error::protocol("a flow ended waiting for input")),
         }
     }
@@ -373,19 +375,20 @@ impl Client {
     }
 
     /// The call's cancellation token and deadline around `fut`, whatever
-    /// part of the flow it is (MRTR-C-A3).
-    async fn bounded<T: FlowResult, R>(
-        &self,
-        opts: &CallOptions,
-        fut: impl Future<Output = Result<R, Error>>,
-    ) -> Result<R, Error> {
+    /// part of the flow it is (MRTR-C-A3). Not an `async fn`, so that `fut`
+    /// moves once, to the heap ([`cancellable`]), and the caller's future
+    /// stays small.
+    fn bounded<'a, T: FlowResult, R: 'a>(
+        &'a self,
+        opts: &'a CallOptions,
+        fut: impl Future<Output = Result<R, Error>> + Send + 'a,
+    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
         let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
-        cancellable(opts.cancel.as_ref(), async {
+        cancellable(opts.cancel.as_ref(), async move {
             tokio::time::timeout(deadline, fut).await.map_err(|_| {
                 Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD))
             })?
         })
-        .await
     }
 
     /// The loop: answer, retry, until complete, a task, or a limit

@@ -9,25 +9,33 @@ use crate::{CancelToken, Error};
 
 /// Runs `fut` until it finishes or `cancel` fires (MRTR-C-A3: cancel at any
 /// point). Dropping `fut` is how the request in flight is abandoned.
-pub(crate) async fn cancellable<T>(
-    cancel: Option<&CancelToken>,
-    fut: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    let Some(cancel) = cancel else {
-        return fut.await;
-    };
-    if cancel.is_cancelled() {
-        return Err(Error::cancelled());
-    }
-    let mut fut = pin!(fut);
-    let mut stop = pin!(cancel.cancelled());
-    poll_fn(|cx| {
-        if stop.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Err(Error::cancelled()));
+///
+/// `fut` goes to the heap before anything else holds it. What is given here
+/// is often a whole flow, and an `async fn` keeps a slot for its argument
+/// and for every place the argument moves to: written as one, this made each
+/// caller's future several times the flow's size (8 KiB for one round of
+/// `tools/call`), all of it copied whenever the future moved.
+pub(crate) fn cancellable<'a, T: 'a>(
+    cancel: Option<&'a CancelToken>,
+    fut: impl Future<Output = Result<T, Error>> + Send + 'a,
+) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+    let mut fut = Box::pin(fut);
+    async move {
+        let Some(cancel) = cancel else {
+            return fut.await;
+        };
+        if cancel.is_cancelled() {
+            return Err(Error::cancelled());
         }
-        fut.as_mut().poll(cx)
-    })
-    .await
+        let mut stop = pin!(cancel.cancelled());
+        poll_fn(|cx| {
+            if stop.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(Error::cancelled()));
+            }
+            fut.as_mut().poll(cx)
+        })
+        .await
+    }
 }
 
 /// Runs `fut`, turning a panic inside it into `Err` with the panic's text,

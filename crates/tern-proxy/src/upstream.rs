@@ -115,7 +115,9 @@ impl Upstream {
             .max_rounds(u32::from(u8::MAX))
             .request_timeout(self.request_timeout)
             .build();
-        client.connect().await.map_err(|e| {
+        // Boxed: connecting (the era probe, a session's initialize) is rare
+        // and large, and every call through the proxy awaits this future.
+        Box::pin(client.connect()).await.map_err(|e| {
             tracing::warn!(upstream = %self.name, error = %e, "cannot connect to the upstream");
             unavailable(&self.name, Gone::Unreachable)
         })?;

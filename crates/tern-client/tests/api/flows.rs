@@ -473,3 +473,42 @@ async fn an_expired_state_is_the_servers_error_and_the_flow_is_not_restarted() {
     assert_eq!(e.remote_error().unwrap().code.0, -32602);
     assert_eq!(t.seen().len(), 2);
 }
+
+#[tokio::test]
+async fn the_future_of_a_call_stays_small_wherever_it_is_held() {
+    // A caller's future for a call is moved (into a task, a box, a parent
+    // future) and copied whole each time. Its rounds live on the heap, so it
+    // is a few hundred bytes; before, one round of `tools/call` was 8 KiB.
+    let (t, _) = server();
+    let client = Client::new(t);
+    let opts = CallOptions::default();
+    let sizes = [
+        (
+            "call_tool_with",
+            size_of_val(&client.call_tool_with("greet", obj(json!({})), &opts)),
+        ),
+        (
+            "start_tool",
+            size_of_val(&client.start_tool("greet", obj(json!({})), &opts)),
+        ),
+        (
+            "call_tool_once_with",
+            size_of_val(&client.call_tool_once_with("greet", obj(json!({})), &opts)),
+        ),
+        (
+            "once_with",
+            size_of_val(&client.once_with::<CallToolResult>(obj(json!({})), &opts)),
+        ),
+        (
+            "get_prompt_with",
+            size_of_val(&client.get_prompt_with("p", None, &opts)),
+        ),
+        (
+            "read_resource_with",
+            size_of_val(&client.read_resource_with("r:", &opts)),
+        ),
+    ];
+    for (call, size) in sizes {
+        assert!(size <= 1024, "{call}: {size} bytes");
+    }
+}
