@@ -1,6 +1,7 @@
 //! Decides whether the interop tests can run here: they need `node` and the
 //! TypeScript SDK installed in `interop/ts` (`npm ci` there), and the Python
-//! SDK in the venv `interop/py/.venv`. Without them the tests
+//! SDK in the venv `interop/py/.venv`; the fleet test needs
+//! `redis-server`. Without them the tests
 //! are compiled as ignored, so the runner lists them as skipped, unless
 //! `CI` is set: there a missing peer is a failure, never a silent pass.
 
@@ -70,5 +71,18 @@ fn main() {
             "cargo::warning=the authorization server peer is not installed: the OAuth end-to-end test is skipped here (CI requires it; run `npm ci` in interop/as)"
         );
         println!("cargo::rustc-cfg=tern_no_as");
+    }
+    // Redis, for the fleet test that runs `tern serve` instances on one
+    // server; looked for again once installed (a directory of the PATH
+    // changes).
+    println!("cargo::rustc-check-cfg=cfg(tern_no_redis)");
+    if !(ci || std::env::split_paths(&path).any(|d| d.join("redis-server").is_file())) {
+        for dir in std::env::split_paths(&path) {
+            println!("cargo::rerun-if-changed={}", dir.display());
+        }
+        println!(
+            "cargo::warning=redis-server is not installed: the fleet test on Redis is skipped here (CI requires it; apt-get install redis-server)"
+        );
+        println!("cargo::rustc-cfg=tern_no_redis");
     }
 }

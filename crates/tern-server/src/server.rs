@@ -545,10 +545,6 @@ fn correlation_id() -> String {
     tern_seal::hex(&random_bytes::<8>())
 }
 
-/// Moves the asked requests into the result's map: the round is sealed by
-/// then, so nothing else needs them.
-/// The span every log line of a request carries: its method, and the tool,
-/// prompt or resource it names. The round is recorded once known.
 /// How a request's span joins its caller's trace, when a tracing exporter
 /// is configured ([`on_trace_parent`]).
 static TRACE_PARENT: std::sync::OnceLock<fn(&tracing::Span, &str)> = std::sync::OnceLock::new();
@@ -561,8 +557,9 @@ pub fn on_trace_parent(join: fn(&tracing::Span, &str)) -> bool {
     TRACE_PARENT.set(join).is_ok()
 }
 
-/// The span of one request; `meta` is its `_meta` when that was already
-/// taken out of the params.
+/// The span every log line of a request carries: its method, and the
+/// tool, prompt or resource it names; the round is recorded once known.
+/// `meta` is its `_meta` when that was already taken out of the params.
 pub(crate) fn request_span(
     req: &tern_types::Request,
     meta: Option<&Map<String, Value>>,

@@ -68,7 +68,7 @@ fn the_stdio_example_asks_then_books() {
             "confirm": {"action": "accept", "content": {"confirm": true}}}"#,
     )
     .ok()
-    .says("booked 2 night(s) in Lisbon for Ada");
+    .says(BOOKED);
     // A "no" at the confirmation books nothing.
     book_over_stdio(
         &server,
