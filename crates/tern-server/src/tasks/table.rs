@@ -5,7 +5,8 @@
 //! checked outside, [`Tasks::update`]). Time comes from the server's
 //! [`Clock`], so expiry is tested by moving a manual clock.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -110,6 +111,117 @@ struct Record {
     abort: Option<tokio::task::AbortHandle>,
 }
 
+/// The records, and what creating a task needs kept beside them so that
+/// a create costs the same however full the table is: the table is shared
+/// by every principal, and one principal's thousands of records must not
+/// slow another's requests under the lock.
+///
+/// Read through `Deref`; a change goes through the methods below, which
+/// keep the two indexes true (`end` is the only way a task ends).
+#[derive(Default)]
+struct Table {
+    records: HashMap<TaskId, Record>,
+    /// Unfinished tasks per principal (its fingerprint, hex).
+    live: HashMap<String, usize>,
+    /// Finished tasks by the second they ended (their `updated`, which
+    /// does not change after), oldest first: the first to make room.
+    ended: BTreeSet<(u64, TaskId)>,
+}
+
+impl Deref for Table {
+    type Target = HashMap<TaskId, Record>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.records
+    }
+}
+
+impl Table {
+    /// A record to change; its status stays unfinished (`end` ends it).
+    fn get_mut(&mut self, id: &str) -> Option<&mut Record> {
+        self.records.get_mut(id)
+    }
+
+    /// The unfinished tasks `fingerprint` holds.
+    fn live(&self, fingerprint: &str) -> usize {
+        self.live.get(fingerprint).copied().unwrap_or(0)
+    }
+
+    fn insert(&mut self, id: TaskId, record: Record) {
+        debug_assert!(!record.status.terminal());
+        *self.live.entry(record.fingerprint.clone()).or_default() += 1;
+        self.records.insert(id, record);
+    }
+
+    /// Ends the unfinished task `id` with `status` at `now`: the record,
+    /// or `None` when it is unknown or already ended.
+    fn end(&mut self, id: &str, status: Status, now: u64) -> Option<&mut Record> {
+        debug_assert!(status.terminal());
+        let r = self.records.get_mut(id).filter(|r| !r.status.terminal())?;
+        r.status = status;
+        r.updated = now;
+        r.open = None;
+        Self::unlive(&mut self.live, &r.fingerprint);
+        self.ended.insert((now, id.to_owned()));
+        Some(r)
+    }
+
+    fn unlive(live: &mut HashMap<String, usize>, fingerprint: &str) {
+        if let Some(n) = live.get_mut(fingerprint) {
+            *n -= 1;
+            if *n == 0 {
+                live.remove(fingerprint);
+            }
+        }
+    }
+
+    /// Drops the finished task that ended first; `false` when none has.
+    fn drop_oldest_ended(&mut self) -> bool {
+        match self.ended.pop_first() {
+            Some((_, id)) => {
+                self.records.remove(&id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops each record `keep` refuses (it may act on a record first).
+    fn retain(&mut self, mut keep: impl FnMut(&mut Record) -> bool) {
+        let Table {
+            records,
+            live,
+            ended,
+        } = self;
+        records.retain(|id, r| {
+            if keep(r) {
+                return true;
+            }
+            if r.status.terminal() {
+                ended.remove(&(r.updated, id.clone()));
+            } else {
+                Self::unlive(live, &r.fingerprint);
+            }
+            false
+        });
+    }
+
+    /// Whether the indexes say what a scan of the records says.
+    #[cfg(test)]
+    fn consistent(&self) -> bool {
+        let mut live: HashMap<String, usize> = HashMap::new();
+        let mut ended = BTreeSet::new();
+        for (id, r) in &self.records {
+            if r.status.terminal() {
+                ended.insert((r.updated, id.clone()));
+            } else {
+                *live.entry(r.fingerprint.clone()).or_default() += 1;
+            }
+        }
+        live == self.live && ended == self.ended
+    }
+}
+
 /// What `tasks/update` found to check, outside the lock.
 pub(crate) struct ToCheck {
     n: u32,
@@ -121,7 +233,7 @@ pub(crate) struct ToCheck {
 
 /// The tasks of one server.
 pub(crate) struct Tasks {
-    table: Mutex<HashMap<TaskId, Record>>,
+    table: Mutex<Table>,
     /// The clock's second of the last sweep, read and written under the
     /// table's lock.
     swept_at: AtomicU64,
@@ -175,7 +287,7 @@ impl Tasks {
         store: Option<Arc<dyn TaskStore>>,
     ) -> Self {
         Tasks {
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
             swept_at: AtomicU64::new(u64::MAX),
             limits,
             clock,
@@ -192,7 +304,7 @@ impl Tasks {
         &self.limits
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<TaskId, Record>> {
+    fn lock(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -203,7 +315,7 @@ impl Tasks {
     /// new can lapse, since the sweep at `now` kept only records living
     /// past `now` and a record made at `now` lives to `now + 1` at least.
     /// A clock that steps back is a new second like any other.
-    fn swept(&self, metrics: &Metrics) -> (MutexGuard<'_, HashMap<TaskId, Record>>, u64) {
+    fn swept(&self, metrics: &Metrics) -> (MutexGuard<'_, Table>, u64) {
         let now = self.clock.now();
         let mut table = self.lock();
         if self.swept_at.swap(now, Ordering::Relaxed) != now {
@@ -214,8 +326,8 @@ impl Tasks {
 
     /// Drops what outlived its time to live; a task still running is
     /// cancelled.
-    fn sweep(table: &mut HashMap<TaskId, Record>, now: u64, metrics: &Metrics) {
-        table.retain(|_, r| {
+    fn sweep(table: &mut Table, now: u64, metrics: &Metrics) {
+        table.retain(|r| {
             if r.expires > now {
                 return true;
             }
@@ -239,41 +351,27 @@ impl Tasks {
         metrics: &Metrics,
     ) -> Result<Map<String, Value>, McpError> {
         let (mut table, now) = self.swept(metrics);
-        let live = table
-            .values()
-            .filter(|r| r.principal == *principal && !r.status.terminal())
-            .count();
+        let fingerprint = hex(&principal_fingerprint(principal));
+        let live = table.live(&fingerprint);
         if live >= self.limits.max_live_per_principal {
             metrics.limit_reached("tasks_per_principal");
             return Err(McpError::InvalidRequest(format!(
                 "this client has {live} unfinished tasks, as many as one client may; wait for one to end or cancel one"
             )));
         }
-        if table.len() >= self.limits.max_kept {
-            let oldest = table
-                .iter()
-                .filter(|(_, r)| r.status.terminal())
-                .min_by_key(|(_, r)| r.updated)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => {
-                    table.remove(&k);
-                }
-                None => {
-                    metrics.limit_reached("tasks_total");
-                    return Err(McpError::InvalidRequest(
-                        "the server holds as many unfinished tasks as it may; try again later"
-                            .into(),
-                    ));
-                }
-            }
+        // Full: the finished task that ended first makes room.
+        if table.len() >= self.limits.max_kept && !table.drop_oldest_ended() {
+            metrics.limit_reached("tasks_total");
+            return Err(McpError::InvalidRequest(
+                "the server holds as many unfinished tasks as it may; try again later".into(),
+            ));
         }
         let ttl = self.limits.ttl.as_secs().max(1);
         table.insert(
             id.to_owned(),
             Record {
                 principal: principal.clone(),
-                fingerprint: hex(&principal_fingerprint(principal)),
+                fingerprint,
                 publishing: Arc::default(),
                 status: Status::Working,
                 message: None,
@@ -550,13 +648,10 @@ impl Tasks {
     pub(crate) fn cancel_owned(&self, id: &str, metrics: &Metrics) {
         let now = self.clock.now();
         let mut table = self.lock();
-        if let Some(r) = table.get_mut(id).filter(|r| !r.status.terminal()) {
+        if let Some(r) = table.end(id, Status::Cancelled, now) {
             if let Some(a) = r.abort.take() {
                 a.abort();
             }
-            r.open = None;
-            r.status = Status::Cancelled;
-            r.updated = now;
             metrics.task_ended("cancelled", secs(now.saturating_sub(r.created)));
         }
     }
@@ -620,9 +715,10 @@ impl Tasks {
         Some((record.encode(), shared::remaining(r.expires, now)))
     }
 
-    /// Sets the status message.
+    /// Sets the status message of a task that has not ended (an ended
+    /// task's record, its time of ending included, stays as it ended).
     pub(crate) fn set_message(&self, id: &str, message: String) {
-        if let Some(r) = self.lock().get_mut(id) {
+        if let Some(r) = self.lock().get_mut(id).filter(|r| !r.status.terminal()) {
             r.message = Some(message);
             r.updated = self.clock.now();
         }
@@ -633,19 +729,16 @@ impl Tasks {
     pub(crate) fn finish(&self, id: &str, field: &'static str, value: Value, metrics: &Metrics) {
         let now = self.clock.now();
         let mut table = self.lock();
-        let Some(r) = table.get_mut(id).filter(|r| !r.status.terminal()) else {
-            return;
-        };
         let status = if field == "result" {
             Status::Completed
         } else {
             Status::Failed
         };
-        r.status = status;
+        let Some(r) = table.end(id, status, now) else {
+            return;
+        };
         r.outcome = Some((field, value));
-        r.open = None;
         r.abort = None;
-        r.updated = now;
         metrics.task_ended(status.as_str(), secs(now.saturating_sub(r.created)));
     }
 }
@@ -656,11 +749,7 @@ fn secs(s: u64) -> Duration {
 
 /// The record of `id` if `principal` owns it; an unknown id and another's
 /// get the same -32602.
-fn owned<'t>(
-    table: &'t HashMap<TaskId, Record>,
-    id: &str,
-    principal: &Principal,
-) -> Result<&'t Record, McpError> {
+fn owned<'t>(table: &'t Table, id: &str, principal: &Principal) -> Result<&'t Record, McpError> {
     table
         .get(id)
         .filter(|r| r.principal == *principal)
@@ -699,5 +788,74 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
         assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(iso8601(1_796_428_800 + 3_723), "2026-12-05T01:02:03Z");
+    }
+
+    fn static_principal(name: &str) -> Principal {
+        Principal::Static {
+            secret_id: name.into(),
+        }
+    }
+
+    /// A create reads the indexes, not the records: after every kind of
+    /// change (create, finish, cancel, expiry, making room) they say what
+    /// a scan says, and the budgets they give are the same.
+    #[test]
+    fn the_indexes_agree_with_the_records_through_every_change() {
+        let clock = crate::clock::ManualClock::new(1_000);
+        let limits = TaskLimits {
+            max_live_per_principal: 3,
+            max_kept: 6,
+            ttl: Duration::from_secs(10),
+            ..TaskLimits::default()
+        };
+        let tasks = Tasks::new(limits, Arc::new(clock.clone()), None);
+        let metrics = Metrics::default();
+        let (alice, bob) = (static_principal("alice"), static_principal("bob"));
+        let check = |tasks: &Tasks| assert!(tasks.lock().consistent());
+
+        for n in 0..3 {
+            tasks.create(&format!("a{n}"), &alice, &metrics).unwrap();
+            check(&tasks);
+        }
+        // Alice's three are her budget; Bob's is his own.
+        assert!(tasks.create("a3", &alice, &metrics).is_err());
+        tasks.create("b0", &bob, &metrics).unwrap();
+        // Ending one (finished, then cancelled) gives a place back.
+        tasks.finish("a0", "result", json!({}), &metrics);
+        check(&tasks);
+        tasks.create("a3", &alice, &metrics).unwrap();
+        clock.advance(1);
+        tasks.cancel_owned("a1", &metrics);
+        tasks.cancel_owned("a1", &metrics);
+        tasks.finish("a1", "result", json!({}), &metrics);
+        check(&tasks);
+        assert_eq!(tasks.lock()["a1"].status, Status::Cancelled);
+        tasks.create("a4", &alice, &metrics).unwrap();
+        check(&tasks);
+        // Six kept, two of them ended: a create drops the one that ended
+        // first (a0), then the next (a1); then none has ended.
+        assert_eq!(tasks.lock().len(), 6);
+        tasks.create("b1", &bob, &metrics).unwrap();
+        assert!(!tasks.lock().contains_key("a0"));
+        assert!(tasks.lock().contains_key("a1"));
+        tasks.create("b2", &bob, &metrics).unwrap();
+        assert!(!tasks.lock().contains_key("a1"));
+        check(&tasks);
+        let carol = static_principal("carol");
+        assert!(tasks.create("c0", &carol, &metrics).is_err());
+        assert_eq!(metrics.limits_reached("tasks_total"), 1);
+        assert_eq!(metrics.limits_reached("tasks_per_principal"), 1);
+        // Expiry drops records unfinished and finished alike, and their
+        // places with them.
+        tasks.finish("b0", "error", json!({}), &metrics);
+        clock.advance(9);
+        tasks.create("a5", &alice, &metrics).unwrap();
+        check(&tasks);
+        let mut kept: Vec<String> = tasks.lock().keys().cloned().collect();
+        kept.sort();
+        assert_eq!(kept, ["a4", "a5", "b1", "b2"]);
+        let fingerprint = |p: &Principal| hex(&principal_fingerprint(p));
+        assert_eq!(tasks.lock().live(&fingerprint(&alice)), 2);
+        assert_eq!(tasks.lock().live(&fingerprint(&bob)), 2);
     }
 }
