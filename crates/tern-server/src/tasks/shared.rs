@@ -22,8 +22,15 @@ use super::table::{Status, unknown};
 use crate::ask::check_relayed;
 use crate::metrics::Metrics;
 
-/// How often an owner looks for answers and a cancel posted elsewhere.
+/// How soon an owner looks for answers and a cancel posted elsewhere,
+/// after the task's open round changed or the last look found something.
 const WATCH_TICK: Duration = Duration::from_millis(100);
+
+/// The longest wait between two looks: each look that finds nothing new
+/// doubles the wait up to this. A task that waits ten minutes for a person
+/// costs its store a read a second, not ten (with thousands of tasks held,
+/// the difference is the store's whole load).
+const WATCH_TICK_MAX: Duration = Duration::from_secs(1);
 
 /// The record's encoding version.
 const VERSION: u64 = 1;
@@ -214,7 +221,9 @@ pub(crate) fn remaining(expires: u64, now: u64) -> Duration {
 }
 
 /// The owner's side: until the task ends, looks for a cancel and answers
-/// posted on other instances, and renews the lease.
+/// posted on other instances, and renews the lease. It looks often while
+/// something happens and less often while nothing does
+/// ([`WATCH_TICK`] to [`WATCH_TICK_MAX`]).
 pub(crate) fn watch(server: crate::server::Server, id: String) {
     let span = tracing::info_span!("task", task = %id);
     tokio::spawn(
@@ -225,12 +234,20 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
             };
             let renew = (tasks.limits().lease / 3).max(Duration::from_secs(1));
             let mut since = Duration::ZERO;
+            let (mut tick, mut asking) = (WATCH_TICK, None);
             loop {
-                tokio::time::sleep(WATCH_TICK).await;
-                since += WATCH_TICK;
-                if !tasks.running(&id) {
+                // Never past the next renewal: a slow look must not let
+                // the lease lapse.
+                let wait = tick.min(renew.saturating_sub(since)).max(WATCH_TICK);
+                tokio::time::sleep(wait).await;
+                since += wait;
+                let Some(now_asking) = tasks.running(&id) else {
                     return;
-                }
+                };
+                // A round opened or closed since the last look: answers
+                // to it may come soon.
+                let mut moved = now_asking != asking;
+                asking = now_asking;
                 let metrics: &Metrics = server.metrics();
                 match shared.store.get(&id).await {
                     Ok(Some(entry)) => {
@@ -242,6 +259,7 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
                         if tasks.take_posted(&id, &entry.answers) {
                             publish_or_log(tasks, &id).await;
                             since = Duration::ZERO;
+                            moved = true;
                         }
                     }
                     Ok(None) => {}
@@ -251,6 +269,11 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
                     publish_or_log(tasks, &id).await;
                     since = Duration::ZERO;
                 }
+                tick = if moved {
+                    WATCH_TICK
+                } else {
+                    (tick * 2).min(WATCH_TICK_MAX)
+                };
             }
         }
         .instrument(span),

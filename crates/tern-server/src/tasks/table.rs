@@ -546,9 +546,18 @@ impl Tasks {
         }
     }
 
-    /// Whether this instance runs `id` and it has not ended.
-    pub(crate) fn running(&self, id: &str) -> bool {
-        self.lock().get(id).is_some_and(|r| !r.status.terminal())
+    /// Whether this instance runs `id` and it has not ended (`None`
+    /// otherwise), and if so the number of the round that waits for
+    /// answers, when one does.
+    pub(crate) fn running(&self, id: &str) -> Option<Option<u32>> {
+        let table = self.lock();
+        let r = table.get(id).filter(|r| !r.status.terminal())?;
+        Some(
+            r.open
+                .as_ref()
+                .filter(|_| r.status == Status::InputRequired)
+                .map(|o| o.n),
+        )
     }
 
     /// Writes the task's record to the fleet's store (nothing without

@@ -223,6 +223,79 @@ async fn a_task_whose_instance_stopped_reads_failed_once_its_lease_lapses() {
     assert_eq!(get(&b, alice(), &id).await["status"], "failed");
 }
 
+/// A shared store that counts its reads.
+#[derive(Default)]
+struct Counting {
+    inner: MemoryTaskStore,
+    gets: AtomicUsize,
+}
+
+impl Counting {
+    fn gets(&self) -> usize {
+        self.gets.load(Ordering::SeqCst)
+    }
+}
+
+impl TaskStore for Counting {
+    fn put(&self, id: &str, r: Vec<u8>, ttl: Duration) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.inner.put(id, r, ttl)
+    }
+    fn get(&self, id: &str) -> BoxFuture<'_, Result<Option<TaskEntry>, StoreError>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(id)
+    }
+    fn answer(
+        &self,
+        id: &str,
+        answers: Vec<(String, Vec<u8>)>,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.inner.answer(id, answers, ttl)
+    }
+    fn cancel(&self, id: &str, ttl: Duration) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.inner.cancel(id, ttl)
+    }
+    fn durability(&self) -> Durability {
+        self.inner.durability()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_looks_for_answers_less_often_while_nothing_happens() {
+    let store = Arc::new(Counting::default());
+    let (a, b, _) = fleet(store.clone());
+    let id = create(&a, alice(), "approve").await;
+    wait_for(&a, alice(), &id, "input_required").await;
+    // A question nobody answers for a minute: the owner's looks slow to
+    // one a second (at 100 ms it was 600).
+    let before = store.gets();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let idle = store.gets() - before;
+    assert!((58..=64).contains(&idle), "{idle} looks in an idle minute");
+    // An answer posted on another instance is picked up at the next look
+    // (within the longest wait, 1 s), and the rounds after it are looked
+    // at often again: 100, 100, 200, 400 and 800 ms after it, then each
+    // second, so six or seven looks in three seconds (three without the
+    // return to 100 ms, thirty at a fixed 100 ms).
+    result(
+        &update(
+            &b,
+            &id,
+            json!({"approve": accept(json!({"approved": true}))}),
+        )
+        .await,
+    );
+    let posted = store.gets();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let busy = store.gets() - posted;
+    assert!(
+        (6..=8).contains(&busy),
+        "{busy} looks in the 3 s after an answer"
+    );
+    let t = get(&a, alice(), &id).await;
+    assert_eq!(keys(&t), ["profile"], "{t}");
+}
+
 /// A store that cannot be reached.
 struct Down;
 
