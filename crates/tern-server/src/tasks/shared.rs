@@ -232,15 +232,17 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
             let Some(shared) = tasks.shared() else {
                 return;
             };
-            let renew = (tasks.limits().lease / 3).max(Duration::from_secs(1));
-            let mut since = Duration::ZERO;
+            // A third of the lease, so two renewals can be late (or fall
+            // either side of a second, the lease's grain) before the
+            // task reads as failed elsewhere.
+            let renew = (tasks.limits().lease / 3).max(WATCH_TICK);
+            let mut renewed = tokio::time::Instant::now();
             let (mut tick, mut asking) = (WATCH_TICK, None);
             loop {
-                // Never past the next renewal: a slow look must not let
-                // the lease lapse.
-                let wait = tick.min(renew.saturating_sub(since)).max(WATCH_TICK);
-                tokio::time::sleep(wait).await;
-                since += wait;
+                // Never past the next renewal: the looks' own time (a
+                // remote store's reads) counts towards it too.
+                let due = renew.saturating_sub(renewed.elapsed());
+                tokio::time::sleep(tick.min(due).max(WATCH_TICK)).await;
                 let Some(now_asking) = tasks.running(&id) else {
                     return;
                 };
@@ -258,16 +260,16 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
                         }
                         if tasks.take_posted(&id, &entry.answers) {
                             publish_or_log(tasks, &id).await;
-                            since = Duration::ZERO;
+                            renewed = tokio::time::Instant::now();
                             moved = true;
                         }
                     }
                     Ok(None) => {}
                     Err(e) => tracing::warn!(error = %e, "task store unreadable"),
                 }
-                if since >= renew {
+                if renewed.elapsed() >= renew {
                     publish_or_log(tasks, &id).await;
-                    since = Duration::ZERO;
+                    renewed = tokio::time::Instant::now();
                 }
                 tick = if moved {
                     WATCH_TICK

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tern_seal::{BoxFuture, Durability, MemoryTaskStore, StoreError, TaskEntry, TaskStore};
 use tern_server::{Server, TaskLimits};
 
-use super::support::{Harness, accept, error, result};
+use super::support::{Harness, NOW, accept, error, result};
 use super::tasks::{
     alice, approval_tool, assert_bare_ack, bob, create, get, sleeper, task_req, wait_for,
 };
@@ -20,6 +20,13 @@ use super::tasks::{
 /// Two instances of one deployment over one store, and the approval
 /// tool's start count (over both).
 fn fleet(store: Arc<dyn TaskStore>) -> (Harness, Harness, Arc<AtomicUsize>) {
+    fleet_with(store, TaskLimits::default())
+}
+
+fn fleet_with(
+    store: Arc<dyn TaskStore>,
+    limits: TaskLimits,
+) -> (Harness, Harness, Arc<AtomicUsize>) {
     let starts = Arc::new(AtomicUsize::new(0));
     let keys = tern_seal::KeyRing::ephemeral().unwrap();
     let one = || {
@@ -28,7 +35,11 @@ fn fleet(store: Arc<dyn TaskStore>) -> (Harness, Harness, Arc<AtomicUsize>) {
                 .keys(keys.clone())
                 .tool_def(approval_tool(starts.clone()))
                 .tool_def(sleeper())
-                .task_store(store.clone()),
+                .task_store(store.clone())
+                .config(tern_server::Config {
+                    tasks: limits.clone(),
+                    ..tern_server::Config::default()
+                }),
         )
     };
     (one(), one(), starts)
@@ -223,11 +234,13 @@ async fn a_task_whose_instance_stopped_reads_failed_once_its_lease_lapses() {
     assert_eq!(get(&b, alice(), &id).await["status"], "failed");
 }
 
-/// A shared store that counts its reads.
+/// A shared store that counts its reads, each of which may take a while
+/// (as a remote store's do).
 #[derive(Default)]
 struct Counting {
     inner: MemoryTaskStore,
     gets: AtomicUsize,
+    read_takes: Duration,
 }
 
 impl Counting {
@@ -242,7 +255,14 @@ impl TaskStore for Counting {
     }
     fn get(&self, id: &str) -> BoxFuture<'_, Result<Option<TaskEntry>, StoreError>> {
         self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get(id)
+        let read = self.inner.get(id);
+        let takes = self.read_takes;
+        Box::pin(async move {
+            if !takes.is_zero() {
+                tokio::time::sleep(takes).await;
+            }
+            read.await
+        })
     }
     fn answer(
         &self,
@@ -294,6 +314,41 @@ async fn an_owner_looks_for_answers_less_often_while_nothing_happens() {
     );
     let t = get(&a, alice(), &id).await;
     assert_eq!(keys(&t), ["profile"], "{t}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_task_never_reads_failed_under_the_shortest_lease() {
+    let store = Arc::new(Counting {
+        read_takes: Duration::from_millis(100),
+        ..Counting::default()
+    });
+    let limits = TaskLimits {
+        lease: Duration::from_secs(1),
+        ..TaskLimits::default()
+    };
+    let (a, b, _) = fleet_with(store.clone(), limits);
+    let id = create(&a, alice(), "sleep").await;
+    // Both instances' clocks follow the runtime's, as real clocks follow
+    // the wall; every 10 ms for a minute the record must vouch for the
+    // task in the current second (another instance reads `failed` once
+    // `lease < now`). The owner's slow looks must not stretch the time
+    // between renewals past the lease.
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let now = NOW + start.elapsed().as_secs();
+        a.clock.set(now);
+        b.clock.set(now);
+        let entry = store.inner.get(&id).await.unwrap().unwrap();
+        let record: Value = serde_json::from_slice(&entry.record).unwrap();
+        let lease = record["lease"].as_u64().unwrap();
+        assert!(
+            lease >= now,
+            "at {:?} the lease ends at {lease}, now is {now}",
+            start.elapsed()
+        );
+    }
+    assert_eq!(get(&b, alice(), &id).await["status"], "working");
 }
 
 /// A store that cannot be reached.
