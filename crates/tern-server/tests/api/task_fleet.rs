@@ -53,6 +53,11 @@ async fn update(h: &Harness, id: &str, responses: Value) -> (u16, Value) {
     .await
 }
 
+/// Alice's approval of the `approve` tool's question, through `h`.
+async fn approve(h: &Harness, id: &str) -> (u16, Value) {
+    update(h, id, json!({"approve": accept(json!({"approved": true}))})).await
+}
+
 fn keys(t: &Value) -> Vec<String> {
     t["inputRequests"]
         .as_object()
@@ -77,14 +82,7 @@ async fn a_task_runs_on_one_instance_and_is_answered_through_another() {
         "elicitation/create"
     );
 
-    let ack = result(
-        &update(
-            &b,
-            &id,
-            json!({"approve": accept(json!({"approved": true}))}),
-        )
-        .await,
-    );
+    let ack = result(&approve(&b, &id).await);
     assert_bare_ack(&ack);
     // Applied before the acknowledgement: no instance lists the key again.
     for h in [&a, &b] {
@@ -161,14 +159,7 @@ async fn another_instance_checks_answers_and_principals_as_the_owner_does() {
     let t = wait_for(&b, alice(), &id, "completed").await;
     assert_eq!(t["result"]["content"][0]["text"], "not approved");
     // After the end, answers are acknowledged and ignored.
-    result(
-        &update(
-            &b,
-            &id,
-            json!({"approve": accept(json!({"approved": true}))}),
-        )
-        .await,
-    );
+    result(&approve(&b, &id).await);
     assert_eq!(
         get(&a, alice(), &id).await["result"]["content"][0]["text"],
         "not approved"
@@ -297,14 +288,7 @@ async fn an_owner_looks_for_answers_less_often_while_nothing_happens() {
     // at often again: 100, 100, 200, 400 and 800 ms after it, then each
     // second, so six or seven looks in three seconds (three without the
     // return to 100 ms, thirty at a fixed 100 ms).
-    result(
-        &update(
-            &b,
-            &id,
-            json!({"approve": accept(json!({"approved": true}))}),
-        )
-        .await,
-    );
+    result(&approve(&b, &id).await);
     let posted = store.gets();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let busy = store.gets() - posted;

@@ -80,7 +80,8 @@ impl Table {
         }
     }
 
-    /// Drops each record `keep` refuses (it may act on a record first).
+    /// Drops each record `keep` refuses (it may act on a record first; the
+    /// indexes go by the record as it was before).
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&mut Record) -> bool) {
         let Table {
             records,
@@ -88,11 +89,12 @@ impl Table {
             ended,
         } = self;
         records.retain(|id, r| {
+            let (terminal, updated) = (r.status.terminal(), r.updated);
             if keep(r) {
                 return true;
             }
-            if r.status.terminal() {
-                ended.remove(&(r.updated, id.clone()));
+            if terminal {
+                ended.remove(&(updated, id.clone()));
             } else {
                 Self::unlive(live, &r.fingerprint);
             }
