@@ -116,6 +116,12 @@ impl Drop for Call {
     }
 }
 
+/// Resource subscriptions one session may hold (`resources/subscribe`).
+const MAX_SUBSCRIPTIONS: usize = 128;
+
+/// The longest resource URI a session may subscribe to.
+const MAX_SUBSCRIBED_URI: usize = 2048;
+
 #[derive(Default)]
 struct SessionState {
     version: Option<String>,
@@ -535,6 +541,20 @@ impl Server {
                     .map_err(|e| McpError::invalid_params(format!("Invalid params: {e}")))?;
                 let mut s = lock(&session.inner.state);
                 if req.method == legacy::RESOURCES_SUBSCRIBE {
+                    // What a session holds is bounded (SECURITY.md, "2025-11-25
+                    // sessions"): a subscription is held until the session ends.
+                    if p.uri.len() > MAX_SUBSCRIBED_URI {
+                        return Err(McpError::invalid_params(format!(
+                            "uri is longer than {MAX_SUBSCRIBED_URI} bytes"
+                        )));
+                    }
+                    if s.subscriptions.len() >= MAX_SUBSCRIPTIONS
+                        && !s.subscriptions.contains(&p.uri)
+                    {
+                        return Err(McpError::invalid_params(format!(
+                            "this session already holds {MAX_SUBSCRIPTIONS} subscriptions"
+                        )));
+                    }
                     s.subscriptions.insert(p.uri);
                 } else {
                     s.subscriptions.remove(&p.uri);
@@ -573,7 +593,7 @@ impl Server {
             m => match m.flow() {
                 Some(flow) => {
                     let route = self.route(&a, flow, None, &reg)?;
-                    let mut bridge = Bridge::new(session, sink.clone());
+                    let mut bridge = Bridge::new(session, sink.clone(), self.config().flow_ttl);
                     self.run_rounds(a, route, principal, sink, &mut bridge)
                         .await?
                 }

@@ -4,6 +4,7 @@
 
 mod api {
     mod answers;
+    mod budgets;
     mod form_derive;
     mod gates;
     mod hardening;

@@ -345,6 +345,20 @@ impl Round<'_> {
                 ),
             }));
         }
+        // One key, one question: the client answers each key once, so two
+        // questions under one key would share one answer (a handler bug).
+        let earlier = |i: usize, a: &Asked| self.missing[..i].iter().any(|b| b.key == a.key);
+        if let Some((_, dup)) = self
+            .missing
+            .iter()
+            .enumerate()
+            .find(|(i, a)| earlier(*i, a))
+        {
+            return Err(Error::Protocol(McpError::Internal(format!(
+                "two questions of one round share the input key {}",
+                dup.key
+            ))));
+        }
         if !self.missing.is_empty() {
             return Err(Error::Input(Pending {
                 requests: self.missing,

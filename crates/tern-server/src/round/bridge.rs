@@ -27,14 +27,18 @@ pub(crate) struct Bridge<'a> {
     /// URL-mode elicitations the client accepted: once the handler
     /// completes past them, the out-of-band interaction is complete.
     opened_urls: Vec<String>,
+    /// The flow's lifetime ends here, however many rounds it asks
+    /// (SECURITY.md "Every request": one flow's lifetime, both eras).
+    flow_deadline: tokio::time::Instant,
 }
 
 impl<'a> Bridge<'a> {
-    pub(crate) fn new(session: &'a Session, sink: Sink) -> Self {
+    pub(crate) fn new(session: &'a Session, sink: Sink, flow_ttl: std::time::Duration) -> Self {
         Bridge {
             session,
             sink,
             opened_urls: Vec::new(),
+            flow_deadline: tokio::time::Instant::now() + flow_ttl,
         }
     }
 
@@ -99,8 +103,10 @@ impl<'a> Bridge<'a> {
             }
             waits.push((a.key.clone(), method, rx, url_id.clone()));
         }
-        // One deadline for the whole round, however many it asked.
-        let deadline = tokio::time::Instant::now() + server.config().client_answer_timeout;
+        // One deadline for the whole round, however many it asked, and
+        // never past the flow's.
+        let deadline = (tokio::time::Instant::now() + server.config().client_answer_timeout)
+            .min(self.flow_deadline);
         let mut out = Map::new();
         for (key, method, rx, url_id) in waits {
             let Ok(Ok(answer)) = tokio::time::timeout_at(deadline, rx).await else {
@@ -149,6 +155,9 @@ impl Delivery for Bridge<'_> {
         answers: &AskContext,
     ) -> Result<Delivered, McpError> {
         let responses = self.ask_client(server, &round.requests).await?;
+        // A session client's responses are a retry's `inputResponses` by
+        // another road: the same budget.
+        super::check_input_responses(&responses, server.config())?;
         Ok(Delivered::Answered(Box::new(AskContext::answered(
             answers.caps.clone(),
             round.requests.iter().map(Asked::expect).collect(),

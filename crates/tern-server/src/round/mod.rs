@@ -36,6 +36,30 @@ use crate::registry::RouteLimits;
 use crate::server::{Route, Server};
 use crate::tasks::{ScopeMode, TaskBody, TaskScope};
 
+/// The budget of one round's answers, however they arrive (a retry's
+/// `inputResponses`, a session client's responses, `tasks/update`):
+/// SECURITY.md "Every request", at most `max_input_responses` entries and
+/// `max_input_bytes` of JSON; past either, -32602 (MRTR-E-A2).
+pub(crate) fn check_input_responses(
+    answers: &Map<String, Value>,
+    cfg: &Config,
+) -> Result<(), McpError> {
+    let max = cfg.max_input_responses;
+    if answers.len() > max {
+        return Err(McpError::invalid_params(format!(
+            "inputResponses has more than {max} entries"
+        )));
+    }
+    let size: usize = answers
+        .iter()
+        .map(|(k, v)| k.len() + tern_proto::finish::encoded_len(v))
+        .sum();
+    if size > cfg.max_input_bytes {
+        return Err(McpError::invalid_params("inputResponses is too large"));
+    }
+    Ok(())
+}
+
 /// Where a request's first run starts.
 pub(crate) struct Start {
     /// The round this request answers (0 for a first call).
@@ -385,6 +409,7 @@ impl Server {
             id: id.clone(),
             caps,
             ceiling,
+            rounds: std::sync::atomic::AtomicU8::new(0),
         });
         let run = (body.0)(TaskScope {
             mode: ScopeMode::Task(round),

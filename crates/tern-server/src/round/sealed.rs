@@ -318,6 +318,15 @@ impl Resume {
             done: ask.carried_except(&p.requests),
             app,
         };
+        // The continuation is the handler's: past the cap it is a bug. The
+        // answers are the client's: past it, the client's request is what
+        // cannot go on (-32602), not the server.
+        if body.app.len() > MAX_CONTINUATION {
+            return Err(McpError::Internal(format!(
+                "the continuation ({} bytes) exceeds the state's {MAX_CONTINUATION}-byte cap",
+                body.app.len()
+            )));
+        }
         let carried: usize = body
             .done
             .iter()
@@ -325,8 +334,9 @@ impl Resume {
             .sum::<usize>()
             + body.app.len();
         if carried > MAX_CONTINUATION {
-            return Err(McpError::Internal(format!(
-                "the state to carry ({carried} bytes) exceeds its {MAX_CONTINUATION}-byte cap"
+            return Err(McpError::invalid_params(format!(
+                "the answers to carry into the next round are too large: at most \
+                 {MAX_CONTINUATION} bytes with the handler's continuation"
             )));
         }
         let claims = Claims {
@@ -397,19 +407,7 @@ fn take_input_responses(
     match params.remove("inputResponses") {
         None => Ok(Map::new()),
         Some(Value::Object(m)) => {
-            if m.len() > cfg.max_input_responses {
-                return Err(McpError::invalid_params(format!(
-                    "inputResponses has more than {} entries",
-                    cfg.max_input_responses
-                )));
-            }
-            let size: usize = m
-                .iter()
-                .map(|(k, v)| k.len() + tern_proto::finish::encoded_len(v))
-                .sum();
-            if size > cfg.max_input_bytes {
-                return Err(McpError::invalid_params("inputResponses is too large"));
-            }
+            super::check_input_responses(&m, cfg)?;
             Ok(m)
         }
         Some(_) => Err(McpError::invalid_params("inputResponses must be an object")),

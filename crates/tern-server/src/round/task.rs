@@ -13,6 +13,7 @@
 //! declared, and the round ceiling is the route's.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::{Map, Value};
 use tern_proto::McpError;
@@ -34,6 +35,9 @@ pub(crate) struct TaskRound {
     /// What the creating request declared.
     pub(crate) caps: ClientCapabilities,
     pub(crate) ceiling: u8,
+    /// The rounds this task has asked, across every `ask` of its body: the
+    /// ceiling bounds the task, not each question (SECURITY.md "Tasks").
+    pub(crate) rounds: AtomicU8,
 }
 
 impl TaskRound {
@@ -45,15 +49,16 @@ impl TaskRound {
         N::Output: Send,
     {
         let mut cx = AskContext::unanswered(self.caps.clone());
-        let mut rounds: u8 = 0;
         loop {
             let pending = match (Ask { cx: Arc::new(cx) }).all(needs.clone()) {
                 Ok(answers) => return Ok(answers),
                 Err(Error::Input(p)) => p,
                 Err(e) => return Err(e),
             };
-            rounds = rounds.saturating_add(1);
-            if rounds > self.ceiling {
+            let asked = self.rounds.fetch_add(1, Ordering::Relaxed);
+            if asked >= self.ceiling {
+                // Stays at the ceiling: every later ask is refused too.
+                self.rounds.store(self.ceiling, Ordering::Relaxed);
                 return Err(McpError::TooManyRounds.into());
             }
             let mut delivery = self;

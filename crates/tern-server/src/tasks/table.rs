@@ -302,7 +302,10 @@ impl Tasks {
     ) -> Result<Map<String, Value>, McpError> {
         match &self.shared {
             Some(shared) => {
-                let now = self.clock.now();
+                // The store's record lapses with the task; this instance's
+                // own tasks lapse with it, a running one stopped.
+                let (table, now) = self.swept(metrics);
+                drop(table);
                 let fp = hex(&principal_fingerprint(principal));
                 Ok(shared.seen(id, &fp, now).await?.view(now))
             }
@@ -385,9 +388,13 @@ impl Tasks {
         id: &str,
         principal: &Principal,
         responses: &Map<String, Value>,
+        metrics: &Metrics,
     ) -> Result<(), McpError> {
         let local = {
-            let table = self.lock();
+            // Swept first: a task past its time to live is unknown here as
+            // on `tasks/get`, and an answer never wakes it (SECURITY.md
+            // "Tasks").
+            let (table, _) = self.swept(metrics);
             match owned(&table, id, principal) {
                 Ok(r) => Ok(Self::to_check(r, responses)),
                 Err(e) => Err(e),

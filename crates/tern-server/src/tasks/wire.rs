@@ -48,16 +48,10 @@ impl Server {
                         "params.inputResponses must be an object",
                     ));
                 };
-                let max = self.config().max_input_responses;
-                if responses.len() > max {
-                    return Err(McpError::invalid_params(format!(
-                        "inputResponses has {} entries; at most {max} are read",
-                        responses.len()
-                    )));
-                }
+                crate::round::check_input_responses(responses, self.config())?;
                 // Applied before the acknowledgement leaves: a `tasks/get`
                 // right after it sees the answers.
-                tasks.update(id, principal, responses).await?;
+                tasks.update(id, principal, responses, metrics).await?;
                 Ok(Map::new())
             }
             other => Err(McpError::Internal(format!("{other} is not a tasks method"))),

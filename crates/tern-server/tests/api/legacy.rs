@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::support::*;
 
-async fn deploy(ask: Ask) -> Result<ToolResult, Error> {
+pub(super) async fn deploy(ask: Ask) -> Result<ToolResult, Error> {
     let (approval, roots) = ask.all((
         Need::form::<Approval>("approval", "Approve?"),
         Need::roots("roots").optional(),
@@ -74,7 +74,7 @@ impl Legacy {
         Legacy { server, session }
     }
 
-    async fn send(&self, v: &Value) -> Value {
+    pub(super) async fn send(&self, v: &Value) -> Value {
         match self
             .server
             .handle_in(&self.session, inbound(v), Sink::none())
@@ -136,7 +136,7 @@ pub(super) async fn requests(rx: &mut mpsc::Receiver<Bytes>, n: usize) -> Vec<Va
     out
 }
 
-fn all_legacy_caps() -> Value {
+pub(super) fn all_legacy_caps() -> Value {
     json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}})
 }
 

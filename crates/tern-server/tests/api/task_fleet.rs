@@ -409,3 +409,25 @@ impl tern_seal::ReplayStore for SharedReplay {
         Durability::Shared
     }
 }
+
+/// SECURITY.md "Tasks": in a fleet as alone, past its time to live a task
+/// is unknown and its owner's body is stopped, counted expired, on the
+/// first `tasks/get` the owner serves (its store's record lapses with it).
+#[tokio::test]
+async fn a_fleet_task_past_its_time_to_live_is_stopped_by_its_owner() {
+    let limits = TaskLimits {
+        ttl: Duration::from_secs(60),
+        ..TaskLimits::default()
+    };
+    let (a, _b, _) = fleet_with(Arc::new(MemoryTaskStore::default()), limits);
+    let id = create(&a, alice(), "approve").await;
+    wait_for(&a, alice(), &id, "input_required").await;
+    a.clock.advance(61);
+    super::tasks::assert_gone(&a, alice(), &id).await;
+    assert_eq!(a.server.metrics().tasks_ended("expired"), 1);
+    let (code, e) = error(&approve(&a, &id).await);
+    assert_eq!(
+        (code, e["message"].clone()),
+        (-32602, json!("Unknown task"))
+    );
+}
