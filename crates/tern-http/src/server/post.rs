@@ -12,10 +12,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures_util::FutureExt;
-use tern_proto::decode::Decoded;
+use tern_proto::decode::{Decoded, Message};
+use tern_proto::finish::encode_error;
 use tern_proto::{Inbound, McpError, McpHeaders, Principal};
 use tern_server::{Reply, Session, Sink};
-use tern_types::legacy::Era;
+use tern_types::legacy::{Era, LEGACY_VERSIONS};
 use tokio::sync::mpsc;
 
 use super::body::{AbortOnDrop, SseBody, sse_response};
@@ -160,6 +161,22 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
             .is_ok_and(|d| d.era(in_session) == Some(Era::Legacy))
     };
     let opening = session.is_none() && legacy(false);
+    // 2025-11-25 transport: in a session, a version header that names no
+    // version of that era is refused with 400 (COMPAT-A2); absent, the
+    // session's own version stands.
+    if session.is_some()
+        && legacy(true)
+        && mcp
+            .protocol_version
+            .as_deref()
+            .is_some_and(|v| !LEGACY_VERSIONS.contains(&v))
+    {
+        let e = McpError::InvalidRequest(format!(
+            "unsupported MCP-Protocol-Version; a session speaks {}",
+            LEGACY_VERSIONS.join(", ")
+        ));
+        return error_response(&e, Some(StatusCode::BAD_REQUEST));
+    }
     let sse = accepts_sse(&headers);
     let legacy_call = streams.filter(|_| sse && legacy(true));
     let owner = principal.clone();
@@ -174,16 +191,18 @@ async fn post_message(app: Arc<App>, request: axum::extract::Request) -> Respons
     run(&app, session, legacy_call, decoded, inbound, sse).await
 }
 
-/// HTTP-A5 steps 2 and 3 and the body: the Origin, the credentials, the
-/// size, the message decoded (once: the scopes, the era and the session's
-/// call look at it, and the server takes it as it is; a body that does not
-/// decode gets its refusal where the server would give it), and the
-/// scopes this request needs.
-async fn admit(
+/// HTTP-A5 steps 2 and 3, for every method on the endpoint (`POST`, and a
+/// session's `GET` and `DELETE`): the Origin (HTTP-S2), then the
+/// credentials; the scopes are left to the caller, which knows what the
+/// request asks.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the response itself, built once and sent at once"
+)]
+pub(super) fn admit_headers(
     app: &App,
     headers: &HeaderMap,
-    body: Body,
-) -> Result<(Principal, Bytes, Result<Decoded, Reply>), Response> {
+) -> Result<(Principal, Option<Vec<String>>), Response> {
     // Step 2, HTTP-S2.
     if let Some(origin) = headers.get(header::ORIGIN) {
         let ok = origin
@@ -197,10 +216,55 @@ async fn admit(
         }
     }
     // Step 3.
-    let (principal, granted) = app
-        .auth
+    app.auth
         .authenticate_scoped(headers)
-        .map_err(Refusal::into_response)?;
+        .map_err(Refusal::into_response)
+}
+
+/// A token without the scopes a request needs (`decoded`, or none for a
+/// session's `GET` and `DELETE`): 403 naming them, so the client can step
+/// up (RFC 6750 §3.1, DIGEST §8).
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the response itself, built once and sent at once"
+)]
+pub(super) fn check_scopes(
+    app: &App,
+    decoded: Option<&Decoded>,
+    granted: Option<&Vec<String>>,
+) -> Result<(), Response> {
+    let (Some(p), Some(granted)) = (&app.options.protected_resource, granted) else {
+        return Ok(());
+    };
+    let missing = p.missing(decoded, granted);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut needed: Vec<String> = granted.clone();
+    needed.extend(missing);
+    let challenge = crate::auth::challenge(
+        Some("insufficient_scope"),
+        Some(&needed.join(" ")),
+        Some(&p.metadata_url()),
+    );
+    Err(Refusal {
+        status: StatusCode::FORBIDDEN,
+        challenge: Some(challenge),
+    }
+    .into_response())
+}
+
+/// Admission of a `POST` ([`admit_headers`]), then the size, the message
+/// decoded (once: the scopes, the era and the session's call look at it,
+/// and the server takes it as it is; a body that does not decode gets its
+/// refusal where the server would give it), and the scopes this request
+/// needs.
+async fn admit(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Principal, Bytes, Result<Decoded, Reply>), Response> {
+    let (principal, granted) = admit_headers(app, headers)?;
     let too_large = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -213,25 +277,7 @@ async fn admit(
         return Err(error_response(&McpError::PayloadTooLarge, None));
     };
     let decoded = app.server.decode(&body);
-    // A token without the scopes this request needs: 403 naming them, so
-    // the client can step up (RFC 6750 §3.1, DIGEST §8).
-    if let (Some(p), Some(granted)) = (&app.options.protected_resource, &granted) {
-        let missing = p.missing(decoded.as_ref().ok(), granted);
-        if !missing.is_empty() {
-            let mut needed: Vec<String> = granted.clone();
-            needed.extend(missing);
-            let challenge = crate::auth::challenge(
-                Some("insufficient_scope"),
-                Some(&needed.join(" ")),
-                Some(&p.metadata_url()),
-            );
-            return Err(Refusal {
-                status: StatusCode::FORBIDDEN,
-                challenge: Some(challenge),
-            }
-            .into_response());
-        }
-    }
+    check_scopes(app, decoded.as_ref().ok(), granted.as_ref())?;
     Ok((principal, body, decoded))
 }
 
@@ -245,6 +291,14 @@ async fn open_session(
     owner: Principal,
 ) -> Response {
     let session = app.server.session();
+    // BASE-5: a refusal after the initialize ran answers its id.
+    let request_id = match &decoded {
+        Ok(Decoded {
+            message: Message::Request(r),
+            ..
+        }) => Some(r.id.clone()),
+        _ => None,
+    };
     // Boxed: awaited inline, the whole request's future would sit inside
     // this one, and this one is moved on every request.
     let reply = match decoded {
@@ -263,10 +317,8 @@ async fn open_session(
     let id = match app.keep(session, owner) {
         Ok(id) => id,
         Err(refused) => {
-            return error_response(
-                &McpError::InvalidRequest(refused.message().into()),
-                StatusCode::from_u16(refused.http_status()).ok(),
-            );
+            let e = McpError::InvalidRequest(refused.message().into());
+            return super::json_response(refused.http_status(), encode_error(request_id, &e));
         }
     };
     let mut r = reply_response(reply);

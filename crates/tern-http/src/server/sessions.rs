@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::body::sse_response;
 use super::streams::{GET_STREAM, Streams, parse_event_id};
-use super::{App, Refusal, SESSION_HEADER, error_response};
+use super::{App, SESSION_HEADER, error_response};
 
 /// What this endpoint keeps beside a legacy session: its SSE streams.
 pub(super) struct HttpSession {
@@ -80,10 +80,10 @@ fn named_session(
     app: &App,
     headers: &HeaderMap,
 ) -> Result<(String, Principal, Arc<Streams>), Response> {
-    let principal = app
-        .auth
-        .authenticate(headers)
-        .map_err(Refusal::into_response)?;
+    // The same admission as a POST's (HTTP-S2: the Origin on every
+    // request), and the scopes every request needs.
+    let (principal, granted) = super::post::admit_headers(app, headers)?;
+    super::post::check_scopes(app, None, granted.as_ref())?;
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         // COMPAT-S3: no session, no stream.
         return Err(StatusCode::METHOD_NOT_ALLOWED.into_response());

@@ -8,7 +8,7 @@
 //! and never another stream's messages. A stream opens with a priming event
 //! (an id and empty data), so even a stream cut before its first message
 //! can be resumed. What is kept is bounded: a few streams per session and a
-//! few hundred events per stream; a client that comes back later than that
+//! few hundred events, at most a MiB, per stream; a client that comes back later than that
 //! loses the oldest events, and a stream no longer kept cannot be resumed.
 
 use std::collections::VecDeque;
@@ -25,6 +25,11 @@ use tokio::sync::Notify;
 const MAX_STREAMS: usize = 16;
 /// Events kept per stream.
 const MAX_EVENTS: usize = 256;
+/// Bytes kept per stream: a stream's events may echo what a client sent,
+/// so a count alone would let one session hold 17 × 256 of the largest
+/// messages. The newest event is kept whatever its size (a live reader
+/// has not had it yet).
+const MAX_LOG_BYTES: usize = 1024 * 1024;
 
 /// The session's `GET` stream.
 pub(crate) const GET_STREAM: u64 = 0;
@@ -49,6 +54,8 @@ struct Log {
     /// The number of `events[0]`.
     first: u64,
     events: VecDeque<Bytes>,
+    /// The bytes of `events`.
+    bytes: usize,
     done: bool,
     /// Bumped by every new reader: an older reader of the same stream ends,
     /// so each message goes out on one connection only.
@@ -61,6 +68,7 @@ impl Log {
             stream,
             first: 0,
             events: VecDeque::new(),
+            bytes: 0,
             done: false,
             reader: 0,
         }
@@ -86,10 +94,15 @@ impl Log {
     }
 
     fn keep(&mut self, event: Bytes) {
+        self.bytes += event.len();
         self.events.push_back(event);
-        if self.events.len() > MAX_EVENTS {
-            self.events.pop_front();
-            self.first += 1;
+        while self.events.len() > 1
+            && (self.events.len() > MAX_EVENTS || self.bytes > MAX_LOG_BYTES)
+        {
+            if let Some(old) = self.events.pop_front() {
+                self.bytes -= old.len();
+                self.first += 1;
+            }
         }
     }
 }
@@ -317,6 +330,30 @@ mod tests {
             new.next().await.unwrap().unwrap(),
             Bytes::from_static(b"id: 0-2\ndata: 2\n\n")
         );
+    }
+
+    #[test]
+    fn a_streams_log_is_bounded_in_bytes_and_keeps_its_newest_event() {
+        let streams = Streams::default();
+        let a = streams.open(None);
+        let big = vec![b'x'; 600 * 1024];
+        for _ in 0..3 {
+            streams.push(a, &big, false);
+        }
+        let s = streams.lock();
+        let log = s.logs.iter().find(|l| l.stream == a).unwrap();
+        // The priming event and the first two are gone; the third stays.
+        assert_eq!((log.first, log.events.len()), (3, 1));
+        assert_eq!(log.bytes, log.events[0].len());
+        assert!(log.bytes > 600 * 1024);
+        drop(s);
+        // One larger than the whole budget is still kept, alone.
+        let huge = vec![b'y'; 2 * MAX_LOG_BYTES];
+        streams.push(a, &huge, true);
+        let s = streams.lock();
+        let log = s.logs.iter().find(|l| l.stream == a).unwrap();
+        assert_eq!((log.first, log.events.len()), (4, 1));
+        assert!(log.bytes > 2 * MAX_LOG_BYTES);
     }
 
     #[test]

@@ -229,13 +229,16 @@ async fn a_principal_whose_sessions_are_all_busy_is_refused_alone() {
         body["error"]["message"],
         "Invalid request: too many open sessions for this client, each with a call running; end one first"
     );
+    // BASE-5: the refusal answers the initialize's id.
+    assert_eq!(body["id"], 0, "{body}");
     // Others still get in until the table is full.
     open_as(f.addr, "alice").await.unwrap();
     open_as(f.addr, "bob").await.unwrap();
     // Full: a principal with nothing to give up gets 503; one with an
     // idle session gives that one up.
-    let (status, _) = open_as(f.addr, "carol").await.unwrap_err();
+    let (status, body) = open_as(f.addr, "carol").await.unwrap_err();
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["id"], 0, "{body}");
     open_as(f.addr, "alice").await.unwrap();
     assert_eq!(f.server.metrics().limits_reached("sessions"), 2);
 }
@@ -601,4 +604,79 @@ async fn a_sampling_answer_missing_its_content_is_refused_in_a_session_too() {
         "{done}"
     );
     assert_eq!(f.seen.went_on.load(Ordering::SeqCst), 0);
+}
+
+/// HTTP-S2: a session's `GET` and `DELETE` pass the same Origin check as a
+/// `POST`; a page on another origin that learnt a session id can neither
+/// read its stream nor end it.
+#[tokio::test]
+async fn a_foreign_origin_can_neither_read_nor_end_a_session() {
+    let f = start(limits(8, 4, 16), Duration::from_secs(600)).await;
+    let sid = open_as(f.addr, "alice").await.unwrap();
+    let evil = "http://evil.example.com";
+    let read = super::server::get(f.addr, &sid, None)
+        .header("origin", evil)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(read).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body["error"]["message"],
+        "Invalid request: Origin not allowed"
+    );
+    let end = reqwest::Client::new()
+        .delete(format!("http://{}/mcp", f.addr))
+        .header("mcp-session-id", &sid)
+        .header("x-who", "alice")
+        .header("origin", evil)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(end.status(), StatusCode::FORBIDDEN);
+    assert_eq!(f.server.metrics().sessions_closed("deleted"), 0);
+    // The session is whole; a loopback origin is let through.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, tools) = json_of(post(f.addr, "alice", &sid, &list).await).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tools["result"]["tools"][0]["name"], "hello", "{tools}");
+    let read = super::server::get(f.addr, &sid, None)
+        .header("origin", format!("http://{}", f.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), StatusCode::OK);
+}
+
+/// 2025-11-25 transport (COMPAT-A2): in a session, a version header that
+/// names no version of that era gets 400 and is not served; the
+/// session's own version is.
+#[tokio::test]
+async fn a_session_request_naming_a_version_outside_its_era_gets_400() {
+    let f = start(limits(8, 4, 16), Duration::from_secs(600)).await;
+    let sid = open_as(f.addr, "alice").await.unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let with_version = |v: &str| {
+        reqwest::Client::new()
+            .post(format!("http://{}/mcp", f.addr))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("x-who", "alice")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", v)
+            .body(list.to_string())
+    };
+    for bad in ["garbage", "2026-07-28"] {
+        let (status, body) = json_of(with_version(bad).send().await.unwrap()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(
+            body["error"]["message"],
+            "Invalid request: unsupported MCP-Protocol-Version; a session speaks 2025-11-25, \
+             2025-06-18, 2025-03-26",
+            "{body}"
+        );
+    }
+    let (status, tools) = json_of(with_version("2025-11-25").send().await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tools["result"]["tools"][0]["name"], "hello", "{tools}");
 }
