@@ -20,6 +20,7 @@ use tern_types::{
 };
 
 use crate::Error;
+use crate::budget::Budget;
 use crate::encode::encode_request;
 use crate::era::{Connection, EraPolicy};
 use crate::options::CallOptions;
@@ -236,7 +237,7 @@ pub(crate) enum ServerRequests<'b> {
     /// Served, within the call's budget, with the session's headers on
     /// each response (2025-11-25).
     Serve {
-        budget: &'b mut crate::legacy::Budget,
+        budget: &'b mut Budget,
         headers: &'b McpHeaders,
     },
 }
@@ -452,8 +453,9 @@ impl Client {
             opts,
         };
         let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
+        let mut budget = Budget::new(self.max_rounds(opts));
         let result = cancellable(opts.cancel.as_ref(), async {
-            tokio::time::timeout(deadline, self.send(&call))
+            tokio::time::timeout(deadline, self.send(&call, &mut budget))
                 .await
                 .map_err(|_| Error::timeout(format!("{method} took longer than {deadline:?}")))?
         })
@@ -473,8 +475,14 @@ impl Client {
 
     /// Sends one request (one round) in the server's era and returns the
     /// raw result object. A legacy session the server forgot is opened
-    /// again once.
-    pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Map<String, Value>, Error> {
+    /// again once. A legacy server's requests during it, and a
+    /// `logging/setLevel` sent for it, draw on the call's `budget`, so that
+    /// the rounds it starts count where the call's retries do (MRTR-C-A3).
+    pub(crate) async fn send(
+        &self,
+        call: &Call<'_>,
+        budget: &mut Budget,
+    ) -> Result<Map<String, Value>, Error> {
         let mut reopened = false;
         loop {
             // Boxed: the first-contact probe and the legacy exchange are
@@ -484,9 +492,9 @@ impl Client {
                 return self.send_modern(call).await;
             };
             if let Some(level) = &call.opts.log_level {
-                Box::pin(self.set_session_log_level(session, level)).await;
+                Box::pin(self.set_session_log_level(session, level, budget)).await;
             }
-            match Box::pin(self.send_legacy(call, Some(&session.version))).await {
+            match Box::pin(self.send_legacy(call, Some(&session.version), budget)).await {
                 Err(e) if e.is_session_expired() && !reopened => {
                     tracing::debug!("the server forgot the session; opening a new one");
                     reopened = true;

@@ -30,8 +30,8 @@ use tern_types::{
 };
 
 use crate::Error;
+use crate::budget::Budget;
 use crate::client::{Call, Client};
-use crate::legacy::Budget;
 
 /// How a client finds out which era its server speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -254,7 +254,10 @@ impl Client {
             params,
             opts: &opts,
         };
-        let result = self.send_legacy(&call, None).await?;
+        // The handshake is a request of its own, not a round of the call
+        // that happened to reach the server first.
+        let mut budget = Budget::new(self.max_rounds(&opts));
+        let result = self.send_legacy(&call, None, &mut budget).await?;
         let init: InitializeResult = serde_json::from_value(Value::Object(result))
             .map_err(|e| Error::protocol(format!("malformed initialize result: {e}")))?;
         // Lifecycle: a version the client does not speak ends the attempt.
@@ -285,8 +288,15 @@ impl Client {
     /// A 2025-11-25 session has no per-request log level: a call that asks
     /// for log messages sets the session's level first with
     /// `logging/setLevel`, when the server offers logging and the level
-    /// differs from the one set last. A refusal is not the call's failure.
-    pub(crate) async fn set_session_log_level(&self, session: &LegacySession, level: &str) {
+    /// differs from the one set last. A refusal is not the call's failure,
+    /// but the server's requests while it is open are the call's: they
+    /// draw on its `budget`.
+    pub(crate) async fn set_session_log_level(
+        &self,
+        session: &LegacySession,
+        level: &str,
+        budget: &mut Budget,
+    ) {
         if !session.init.capabilities.contains_key("logging") {
             return;
         }
@@ -302,9 +312,8 @@ impl Client {
             params,
             opts: &opts,
         };
-        let mut budget = Budget::new(self.max_rounds(&opts));
         match self
-            .send_legacy_once(&call, Some(&session.version), &mut budget)
+            .send_legacy_once(&call, Some(&session.version), budget)
             .await
         {
             Ok(_) => *set = Some(level.to_owned()),

@@ -5,8 +5,10 @@
 //! A legacy server asks for input with requests of its own while the call
 //! is open. Each goes through the same [`InputProvider`](crate::InputProvider)
 //! and capability gate as an `input_required` round (MRTR-C-A2), and each
-//! counts as a round against the call's ceiling (MRTR-C-A3): a server that
-//! asks a thousand times gets the ceiling, then the call ends locally.
+//! counts as a round of the call's one [`Budget`] (MRTR-C-A3), which every
+//! request of the call shares: a server that asks a thousand times, or
+//! asks and then answers `input_required` to be asked again, gets the
+//! ceiling, then the call ends locally.
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
@@ -18,6 +20,7 @@ use tern_types::{
 };
 
 use crate::Error;
+use crate::budget::Budget;
 use crate::client::{Call, Client, ServerRequests};
 use crate::encode::encode_request;
 use crate::era::Connection;
@@ -31,74 +34,21 @@ const URL_ELICITATION_REQUIRED: i64 = -32042;
 /// How often a call is sent again after its URL elicitations.
 const MAX_URL_RETRIES: u32 = 3;
 
-/// The most requests other than for input (`ping`, methods this client
-/// does not serve) a 2025-11-25 server may send during one call. Each is
-/// answered at once; past this many the call ends as a protocol violation,
-/// so a flood of them cannot keep a call busy.
-pub const MAX_OTHER_SERVER_REQUESTS: u32 = 100;
-
-/// What one legacy call has used: its rounds (the call's first request is
-/// round 1; each of the server's requests for input, and each time the
-/// call is sent again after a `-32042`, starts the next) and the server's
-/// other requests.
-pub(crate) struct Budget {
-    max_rounds: u32,
-    round: u32,
-    other: u32,
-}
-
-impl Budget {
-    /// A fresh budget of at most `max_rounds` rounds.
-    pub(crate) fn new(max_rounds: u32) -> Self {
-        Budget {
-            max_rounds,
-            round: 1,
-            other: 0,
-        }
-    }
-
-    /// Starts the next round for `what`, or refuses it past the ceiling,
-    /// with the words a modern flow past its ceiling gets. Returns the
-    /// round that asked (the one being answered).
-    fn next_round(&mut self, method: &str, what: &str) -> Result<u32, Error> {
-        if self.round >= self.max_rounds {
-            return Err(Error::round_limit(format!(
-                "the flow needs more than {} rounds: the server's {what} during {method} would start round {}",
-                self.max_rounds,
-                self.round + 1
-            )));
-        }
-        self.round += 1;
-        Ok(self.round - 1)
-    }
-
-    /// Counts one request that is not for input.
-    fn other(&mut self, method: &str, what: &str) -> Result<(), Error> {
-        self.other += 1;
-        if self.other > MAX_OTHER_SERVER_REQUESTS {
-            return Err(Error::protocol(format!(
-                "the server sent more than {MAX_OTHER_SERVER_REQUESTS} requests other than for input during {method} (the last: {what})"
-            )));
-        }
-        Ok(())
-    }
-}
-
 impl Client {
     /// A call in a legacy session. A `-32042` answer (the request needs
     /// URL-mode elicitations finished first) goes to the provider as URL
     /// elicitations; once the person accepted them all, the call is sent
     /// again, a few times at most (2025-11-25 URLElicitationRequiredError),
-    /// each time a round of the call's budget.
+    /// each time a round of the call's `budget`.
     pub(crate) async fn send_legacy(
         &self,
         call: &Call<'_>,
         version: Option<&str>,
+        budget: &mut Budget,
     ) -> Result<Map<String, Value>, Error> {
-        let mut budget = Budget::new(self.max_rounds(call.opts));
         let mut tries = 0;
         loop {
-            let e = match self.send_legacy_once(call, version, &mut budget).await {
+            let e = match self.send_legacy_once(call, version, budget).await {
                 Err(e)
                     if e.remote_error()
                         .is_some_and(|o| o.code.0 == URL_ELICITATION_REQUIRED) =>
@@ -356,35 +306,5 @@ fn session_headers(version: Option<&str>) -> McpHeaders {
     McpHeaders {
         protocol_version: version.map(str::to_owned),
         ..McpHeaders::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_budget_allows_the_rounds_a_modern_flow_would_take() {
-        // A modern flow of at most 3 rounds answers rounds 1 and 2.
-        let mut b = Budget::new(3);
-        assert_eq!(b.next_round("tools/call", "roots/list request").unwrap(), 1);
-        assert_eq!(b.next_round("tools/call", "roots/list request").unwrap(), 2);
-        let e = b
-            .next_round("tools/call", "roots/list request")
-            .unwrap_err();
-        assert!(e.is_round_limit());
-        assert_eq!(
-            e.to_string(),
-            "round limit: the flow needs more than 3 rounds: the server's roots/list request during tools/call would start round 4"
-        );
-        let mut b = Budget::new(1);
-        for _ in 0..MAX_OTHER_SERVER_REQUESTS {
-            b.other("tools/call", "ping request").unwrap();
-        }
-        assert!(
-            b.other("tools/call", "ping request")
-                .unwrap_err()
-                .is_protocol()
-        );
     }
 }

@@ -21,6 +21,7 @@
 //! `initialize` session and answers the server's own requests through the
 //! provider (see [`EraPolicy`]; DIGEST COMPAT-C5..C10).
 
+mod budget;
 mod cancel;
 mod client;
 mod encode;
@@ -36,11 +37,11 @@ mod task;
 mod transport;
 mod xmh;
 
+pub use budget::MAX_OTHER_SERVER_REQUESTS;
 pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
 pub use era::EraPolicy;
 pub use error::Error;
-pub use legacy::MAX_OTHER_SERVER_REQUESTS;
 pub use mrtr::{FlowResult, MAX_INPUT_REQUESTS, MAX_REQUEST_STATE, MAX_STATE_ONLY_ROUNDS, Step};
 pub use options::{CallOptions, NotificationHandler, RoundEvent, RoundObserver};
 pub use pending::PendingCall;

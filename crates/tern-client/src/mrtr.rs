@@ -23,6 +23,7 @@ use tern_types::{
 };
 
 use crate::Error;
+use crate::budget::Budget;
 use crate::client::{Call, Client, parse_result, prompt_params, result_type};
 use crate::options::{CallOptions, RoundEvent};
 use crate::pending::PendingCall;
@@ -179,11 +180,12 @@ impl Client {
         arguments: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<Step<CallToolResult>, Error> {
+        let mut budget = Budget::new(self.max_rounds(opts));
         self.bounded::<CallToolResult, _>(opts, async {
             let first = self
-                .round(tool_params(name, arguments), 1, None, None, opts)
+                .round(tool_params(name, arguments), &mut budget, None, None, opts)
                 .await?;
-            self.run(first, opts).await
+            self.run(first, &mut budget, opts).await
         })
         .await
     }
@@ -272,15 +274,14 @@ impl Client {
                 "answers {answered:?} do not match the requests {asked:?} (MRTR-C3)"
             )));
         }
-        if pending.round >= self.max_rounds(opts) {
-            return Err(self.round_limit(opts));
-        }
+        let mut budget = Budget::resuming(self.max_rounds(opts), pending.round);
+        budget.retry()?;
         let responses = (!pending.input_requests.is_empty()).then_some(responses);
         self.bounded::<T, _>(
             opts,
             self.round(
                 pending.params,
-                pending.round + 1,
+                &mut budget,
                 responses,
                 pending.request_state,
                 opts,
@@ -332,8 +333,9 @@ impl Client {
         pending: PendingCall<T>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
+        let mut budget = Budget::resuming(self.max_rounds(opts), pending.round);
         let step = self
-            .bounded::<T, _>(opts, self.run(Step::Pending(pending), opts))
+            .bounded::<T, _>(opts, self.run(Step::Pending(pending), &mut budget, opts))
             .await?;
         self.settle(step, opts).await
     }
@@ -356,7 +358,8 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<Step<T>, Error> {
-        self.bounded::<T, _>(opts, self.round(params, 1, None, None, opts))
+        let mut budget = Budget::new(self.max_rounds(opts));
+        self.bounded::<T, _>(opts, self.round(params, &mut budget, None, None, opts))
             .await
     }
 
@@ -365,10 +368,11 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
+        let mut budget = Budget::new(self.max_rounds(opts));
         let step = self
             .bounded::<T, _>(opts, async {
-                let first = self.round(params, 1, None, None, opts).await?;
-                self.run(first, opts).await
+                let first = self.round(params, &mut budget, None, None, opts).await?;
+                self.run(first, &mut budget, opts).await
             })
             .await?;
         self.settle(step, opts).await
@@ -392,10 +396,12 @@ impl Client {
     }
 
     /// The loop: answer, retry, until complete, a task, or a limit
-    /// (MRTR-C-A3). Never returns [`Step::Pending`].
+    /// (MRTR-C-A3). Never returns [`Step::Pending`]. `budget` is the
+    /// call's, in the round of `step`.
     async fn run<T: FlowResult>(
         &self,
         mut step: Step<T>,
+        budget: &mut Budget,
         opts: &CallOptions,
     ) -> Result<Step<T>, Error> {
         let mut state_only = 0;
@@ -404,9 +410,9 @@ impl Client {
                 Step::Pending(p) => p,
                 done => return Ok(done),
             };
-            if pending.round >= self.max_rounds(opts) {
-                return Err(self.round_limit(opts));
-            }
+            // Before the provider is asked: a round that cannot be sent
+            // is not worth a person's answer.
+            budget.retry()?;
             let responses = if pending.input_requests.is_empty() {
                 // MRTR-C2: a state-only round may be retried at once; back
                 // off briefly, a bounded number of times (SECURITY.md §3.10).
@@ -430,7 +436,7 @@ impl Client {
             step = self
                 .round(
                     pending.params,
-                    pending.round + 1,
+                    budget,
                     responses,
                     pending.request_state,
                     opts,
@@ -445,18 +451,14 @@ impl Client {
             .map_or(self.inner.max_rounds, |r| r.min(self.inner.max_rounds))
     }
 
-    fn round_limit(&self, opts: &CallOptions) -> Error {
-        Error::round_limit(format!(
-            "the flow needs more than {} rounds",
-            self.max_rounds(opts)
-        ))
-    }
-
-    /// Sends one round built from the caller's `base` parameters.
+    /// Sends the round the call's `budget` is in, built from the caller's
+    /// `base` parameters. A 2025-11-25 server's requests during it start
+    /// rounds of their own, so an interim result it ends with belongs to
+    /// the round the budget reached by then.
     async fn round<T: FlowResult>(
         &self,
         base: Map<String, Value>,
-        round: u32,
+        budget: &mut Budget,
         responses: Option<InputResponses>,
         request_state: Option<String>,
         opts: &CallOptions,
@@ -476,7 +478,7 @@ impl Client {
         ]
         .map(|(key, value)| value.map(|v| (key, params.insert(key.into(), v))));
         opts.emit(&RoundEvent::Sending {
-            round,
+            round: budget.round(),
             method: T::METHOD,
         });
         let call = Call {
@@ -484,7 +486,8 @@ impl Client {
             params,
             opts,
         };
-        let sent = self.send(&call).await;
+        let sent = self.send(&call, budget).await;
+        let round = budget.round();
         let mut base = call.params;
         for (key, before) in displaced.into_iter().flatten() {
             match before {

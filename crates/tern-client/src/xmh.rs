@@ -1,6 +1,8 @@
 //! `x-mcp-header`: tool arguments mirrored into `Mcp-Param-*` headers
 //! (DIGEST §7.3, HTTP-XMH-*; DIGEST §11 A14).
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 use tern_proto::headers::argument_header_value;
 
@@ -24,11 +26,14 @@ pub(crate) struct HeaderParam {
 pub(crate) fn annotations(schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
     let mut out = Vec::new();
     walk(schema, &mut Vec::new(), true, &mut out)?;
-    for (i, a) in out.iter().enumerate() {
-        if out[..i]
-            .iter()
-            .any(|b| b.header.eq_ignore_ascii_case(&a.header))
-        {
+    // A set, not a comparison with every earlier name: the server picks how
+    // many annotations a page carries (a 4 MiB page holds some 75,000), and
+    // this runs inside `tools/list`. `walk` let only HTTP tokens through,
+    // which are ASCII, so ASCII lowercase is the case-insensitive
+    // comparison header names get (HTTP-XMH-2).
+    let mut seen = HashSet::with_capacity(out.len());
+    for a in &out {
+        if !seen.insert(a.header.to_ascii_lowercase()) {
             return Err(format!("x-mcp-header {:?} is not unique", a.header));
         }
     }
@@ -194,6 +199,43 @@ mod tests {
         ] {
             assert!(ann(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_name_repeated_in_another_case_is_refused_by_its_later_use() {
+        let schema = json!({"properties": {
+            "a": {"type": "string", "x-mcp-header": "Region"},
+            "b": {"type": "string", "x-mcp-header": "Zone"},
+            "c": {"type": "string", "x-mcp-header": "REGION"},
+            "d": {"type": "string", "x-mcp-header": "zone"}}});
+        assert_eq!(
+            ann(schema).unwrap_err(),
+            "x-mcp-header \"REGION\" is not unique"
+        );
+    }
+
+    #[test]
+    fn a_hundred_thousand_annotations_are_checked_with_one_set() {
+        let mut props: Map<String, Value> = (0..100_000)
+            .map(|i| {
+                let p = json!({"type": "integer", "x-mcp-header": format!("H{i}")});
+                (format!("p{i:06}"), p)
+            })
+            .collect();
+        let schema = json!({"type": "object", "properties": props.clone()});
+        let a = ann(schema).unwrap();
+        assert_eq!(a.len(), 100_000);
+        assert_eq!(a[0].header, "H0");
+        assert_eq!(a[0].path, ["p000000"]);
+        assert_eq!(a[99_999].header, "H99999");
+        assert_eq!(a[99_999].path, ["p099999"]);
+        // The same page with one name repeated at the very end.
+        props.insert("q".into(), json!({"type": "boolean", "x-mcp-header": "h0"}));
+        let schema = json!({"type": "object", "properties": props});
+        assert_eq!(
+            ann(schema).unwrap_err(),
+            "x-mcp-header \"h0\" is not unique"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod api {
     mod client;
+    mod listener;
     mod oauth;
     mod running;
     mod server;

@@ -2,7 +2,9 @@
 //! that asks for input a thousand times in one call gets the round ceiling
 //! (MRTR-C-A3), a flood of pings gets `MAX_OTHER_SERVER_REQUESTS`, and a
 //! `-32042` listing more URLs than an interim result may carry is refused
-//! before anything is shown (SECURITY.md §3.10).
+//! before anything is shown (SECURITY.md §3.10). A server that also
+//! answers `input_required` gets no fresh budget with each retry: the call
+//! has one.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,13 +25,17 @@ fn message(v: &Value) -> Message {
 
 /// A legacy server that answers `initialize`, then meets every
 /// `tools/call` with up to `times` requests of its own (`ask`), one at a
-/// time, each waiting for the client's answer; then the result.
+/// time, each waiting for the client's answer; then the result, or with
+/// `interim`, an `input_required` result asking for the roots again.
 #[derive(Clone)]
 struct Asking {
     ask: Value,
     times: usize,
+    interim: bool,
     /// The client's answers, in order.
     answers: Arc<Mutex<Vec<Value>>>,
+    /// The `inputResponses` of each `tools/call`, in order.
+    retried_with: Arc<Mutex<Vec<Value>>>,
     inbox: Arc<Mutex<Option<mpsc::UnboundedSender<()>>>>,
 }
 
@@ -38,9 +44,16 @@ impl Asking {
         Asking {
             ask,
             times,
+            interim: false,
             answers: Arc::default(),
+            retried_with: Arc::default(),
             inbox: Arc::default(),
         }
+    }
+
+    fn then_input_required(mut self) -> Self {
+        self.interim = true;
+        self
     }
 
     fn answers(&self) -> Vec<Value> {
@@ -58,10 +71,13 @@ impl Transport for Asking {
                     "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                         "serverInfo": {"name": "asking", "version": "1"}}}))));
             }
+            if let Some(responses) = body["params"].get("inputResponses") {
+                self.retried_with.lock().unwrap().push(responses.clone());
+            }
             let (tx, rx) = mpsc::channel(4);
             let (in_tx, mut in_rx) = mpsc::unbounded_channel();
             *self.inbox.lock().unwrap() = Some(in_tx);
-            let (ask, times) = (self.ask.clone(), self.times);
+            let (ask, times, interim) = (self.ask.clone(), self.times, self.interim);
             tokio::spawn(async move {
                 for n in 0..times {
                     let mut r = ask.clone();
@@ -77,8 +93,13 @@ impl Transport for Asking {
                         return;
                     }
                 }
-                let done = json!({"jsonrpc": "2.0", "id": id,
-                    "result": {"content": [{"type": "text", "text": "done"}]}});
+                let result = if interim {
+                    json!({"resultType": "input_required",
+                        "inputRequests": {"again": {"method": "roots/list"}}})
+                } else {
+                    json!({"content": [{"type": "text", "text": "done"}]})
+                };
+                let done = json!({"jsonrpc": "2.0", "id": id, "result": result});
                 let _ = tx.send(Ok(message(&done))).await;
             });
             Ok(Frames::new(rx))
@@ -132,6 +153,59 @@ async fn a_thousand_roots_requests_get_the_round_ceiling() {
     let asked = provider.asked.lock().unwrap();
     let rounds: Vec<u32> = asked.iter().map(|cx| cx.round).collect();
     assert_eq!(rounds, (1..=9).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn retries_after_input_required_share_the_call_s_budget() {
+    // MRTR-C-A3, SECURITY.md: one budget per call. Four questions on the
+    // first request (rounds 1 to 4), its interim result (round 5), four on
+    // the retry (rounds 6 to 9), and the next interim result would start
+    // round 11: nine answers in all, as a modern flow gets.
+    let t = Asking::new(json!({"method": "roots/list"}), 4).then_input_required();
+    let provider = Canned::default();
+    let e = client(&t, provider.clone())
+        .call_tool("list", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "round limit: the flow needs more than 10 rounds"
+    );
+    let answers = t.answers();
+    assert_eq!(answers.len(), 8);
+    assert!(answers.iter().all(|a| a["result"]["roots"].is_array()));
+    let retried_with = t.retried_with.lock().unwrap().clone();
+    assert_eq!(
+        retried_with,
+        [json!({"again": {"roots": [{"uri": "file:///work"}]}})]
+    );
+    let asked = provider.asked.lock().unwrap();
+    let rounds: Vec<u32> = asked.iter().map(|cx| cx.round).collect();
+    assert_eq!(rounds, (1..=9).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_retry_s_questions_past_the_call_s_budget_are_refused() {
+    // Five questions (rounds 1 to 5), the interim result (6), three more
+    // on the retry (7 to 9); the fourth is refused: nine answers in all.
+    let t = Asking::new(json!({"method": "roots/list"}), 5).then_input_required();
+    let provider = Canned::default();
+    let e = client(&t, provider.clone())
+        .call_tool("list", obj(json!({})))
+        .await
+        .unwrap_err();
+    assert!(e.is_round_limit(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "round limit: the flow needs more than 10 rounds: the server's roots/list request during tools/call would start round 11"
+    );
+    let answers = t.answers();
+    assert_eq!(answers.len(), 9, "eight answers, then the refusal");
+    assert!(answers[..8].iter().all(|a| a["result"]["roots"].is_array()));
+    assert_eq!(answers[8]["error"]["code"], -32603);
+    assert_eq!(answers[8]["error"]["message"], e.to_string());
+    assert_eq!(t.retried_with.lock().unwrap().len(), 1);
+    assert_eq!(provider.asked.lock().unwrap().len(), 9);
 }
 
 #[tokio::test]

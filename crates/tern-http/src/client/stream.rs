@@ -64,12 +64,43 @@ impl Drop for Listener {
     }
 }
 
-/// How often a broken SSE stream is resumed before the request fails.
+/// How often a broken SSE stream is resumed before it is given up
+/// (SECURITY.md, "`tern call` and tern-client").
 const MAX_RESUMES: u32 = 5;
 /// The wait before resuming when the server named none (SSE: the client
-/// picks), and the most a server's `retry` can make the client wait.
+/// picks), and the least and the most a server's `retry` can make the
+/// client wait: `retry: 0` must not turn resuming into a busy loop.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+const MIN_RETRY: Duration = Duration::from_millis(100);
 const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How long the session's `GET` stream must stay open to earn its resumes
+/// back. Events do not: a server that sends one and closes would refill
+/// them every time. So the stream costs at most `1 + MAX_RESUMES` `GET`s a
+/// minute, however the server behaves.
+const SETTLED: Duration = Duration::from_secs(60);
+
+/// The resumes of one SSE stream, the one budget both kinds of stream
+/// draw on.
+#[derive(Debug, Default)]
+struct Resumes {
+    used: u32,
+}
+
+impl Resumes {
+    /// The event id to resume from and how long to wait first; none when
+    /// the server gave no ids or the stream has had its resumes.
+    fn next(&mut self, decoder: &sse::Decoder) -> Option<(String, Duration)> {
+        let last_id = decoder.last_id()?.to_owned();
+        if self.used >= MAX_RESUMES {
+            return None;
+        }
+        self.used += 1;
+        let wait = decoder
+            .retry()
+            .map_or(DEFAULT_RETRY, |r| r.clamp(MIN_RETRY, MAX_RETRY));
+        Some((last_id, wait))
+    }
+}
 
 impl HttpTransport {
     /// Opens the session's standalone `GET` stream once, as soon as there
@@ -135,7 +166,8 @@ impl HttpTransport {
 }
 
 /// Reads the session's `GET` stream until it ends; resumes it from the last
-/// event id when the server gave ids.
+/// event id when the server gave ids, within [`MAX_RESUMES`] that only a
+/// stream open for [`SETTLED`] earns back.
 async fn listen(mut resp: reqwest::Response, core: Core) {
     let max = core.options.max_body;
     let limits = Limits {
@@ -143,7 +175,8 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
         ..Limits::default()
     };
     let mut decoder = sse::Decoder::new(max);
-    let mut resumes = 0;
+    let mut resumes = Resumes::default();
+    let mut opened = tokio::time::Instant::now();
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
@@ -155,7 +188,6 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
                     }
                 };
                 for event in events {
-                    resumes = 0;
                     match decode_message(event.data.as_bytes(), &limits) {
                         Ok(m) => core.route(m).await,
                         Err(e) => {
@@ -168,19 +200,18 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
             Ok(None) => {}
             Err(e) => tracing::debug!(error = %e, "the GET stream broke off"),
         }
-        let Some(last_id) = decoder
-            .last_id()
-            .map(str::to_owned)
-            .filter(|_| resumes < MAX_RESUMES)
-        else {
+        if opened.elapsed() >= SETTLED {
+            resumes = Resumes::default();
+        }
+        let Some((last_id, wait)) = resumes.next(&decoder) else {
             return;
         };
-        resumes += 1;
-        tokio::time::sleep(decoder.retry().map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY))).await;
+        tokio::time::sleep(wait).await;
         match resume(&core, &last_id).await {
             Ok(next) => {
                 resp = next;
                 decoder.restart();
+                opened = tokio::time::Instant::now();
             }
             Err(e) => {
                 tracing::debug!(error = %e, "the GET stream cannot be resumed");
@@ -229,7 +260,7 @@ pub(super) async fn read_sse(
     transport: Core,
 ) {
     let mut decoder = sse::Decoder::new(max);
-    let mut resumes = 0;
+    let mut resumes = Resumes::default();
     let limits = Limits {
         max_bytes: max,
         ..Limits::default()
@@ -247,11 +278,7 @@ pub(super) async fn read_sse(
             Ok(None) => None,
             Err(e) => Some(Error::transport_from("the SSE stream broke off", e)),
         };
-        let Some(last_id) = decoder
-            .last_id()
-            .map(str::to_owned)
-            .filter(|_| resumes < MAX_RESUMES)
-        else {
+        let Some((last_id, wait)) = resumes.next(&decoder) else {
             // The client reports a missing response when the stream just
             // ended.
             if let Some(e) = broke {
@@ -259,8 +286,6 @@ pub(super) async fn read_sse(
             }
             return;
         };
-        resumes += 1;
-        let wait = decoder.retry().map_or(DEFAULT_RETRY, |r| r.min(MAX_RETRY));
         tokio::select! {
             () = tx.closed() => return,
             () = tokio::time::sleep(wait) => {}
@@ -307,4 +332,39 @@ async fn feed(
         }
     }
     Fed::More
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_zero_waits_the_floor_and_resumes_run_out() {
+        let mut decoder = sse::Decoder::new(1024);
+        decoder.feed(b"id: 1\nretry: 0\ndata: x\n\n").unwrap();
+        let mut resumes = Resumes::default();
+        for _ in 0..MAX_RESUMES {
+            assert_eq!(resumes.next(&decoder), Some(("1".to_owned(), MIN_RETRY)));
+        }
+        assert_eq!(resumes.next(&decoder), None);
+    }
+
+    #[test]
+    fn the_server_s_retry_is_held_between_the_bounds() {
+        let mut resumes = Resumes::default();
+        let mut decoder = sse::Decoder::new(1024);
+        assert_eq!(resumes.next(&decoder), None, "no id, no resume");
+        decoder.feed(b"id: 7\ndata: x\n\n").unwrap();
+        assert_eq!(
+            resumes.next(&decoder),
+            Some(("7".to_owned(), DEFAULT_RETRY))
+        );
+        decoder.feed(b"retry: 250\ndata: x\n\n").unwrap();
+        assert_eq!(
+            resumes.next(&decoder),
+            Some(("7".to_owned(), Duration::from_millis(250)))
+        );
+        decoder.feed(b"retry: 3600000\ndata: x\n\n").unwrap();
+        assert_eq!(resumes.next(&decoder), Some(("7".to_owned(), MAX_RETRY)));
+    }
 }
