@@ -35,16 +35,19 @@ mod catalog;
 mod error;
 mod parked;
 mod relay;
+mod relayed;
 mod tasks;
 mod upstream;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tern_server::{BuildError, Server, ServerBuilder};
 
 pub use catalog::{MAX_LISTED, MAX_LISTED_BYTES, UPSTREAM_META};
 pub use error::{PROXY_LIMIT, UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
+pub use relayed::{MAX_RELAYED, MAX_RELAYED_BYTES};
 pub use upstream::{Connect, ConnectFuture};
 
 use crate::parked::Parked;
@@ -110,6 +113,21 @@ impl ProxyOptions {
 /// reach the same proxy process.
 pub const MAX_SEALED_ROUND: usize = relay::MAX_CONT;
 
+/// How often pending calls past their lifetime are dropped, and each
+/// upstream that was lost or never listed is listed again.
+const MAINTAIN_EVERY: Duration = Duration::from_secs(2);
+
+/// Runs `work` every `period`, the next run a period after the last one
+/// ended (a run that took long is not made up for by a burst).
+async fn every<F: Future<Output = ()>>(period: Duration, mut work: impl FnMut() -> F) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        work().await;
+    }
+}
+
 /// What the handlers of every upstream share.
 pub(crate) struct Shared {
     pub(crate) options: ProxyOptions,
@@ -117,6 +135,9 @@ pub(crate) struct Shared {
     /// The proxy server's round ceiling: nothing is held for a round the
     /// server will refuse to issue.
     pub(crate) max_rounds: u8,
+    /// Upstream notifications dropped because a client did not read its
+    /// call's stream (see [`MAX_RELAYED`]).
+    pub(crate) notifications_dropped: Arc<AtomicU64>,
 }
 
 /// Builds a [`Proxy`].
@@ -190,6 +211,7 @@ impl ProxyBuilder {
                 server.clock(),
             ),
             max_rounds: server.config().max_rounds,
+            notifications_dropped: Arc::default(),
             options: self.options,
         });
         let upstreams = self
@@ -256,16 +278,32 @@ impl Proxy {
     /// Runs forever: cancels pending calls past their lifetime, and lists
     /// again an upstream that was lost or never listed. Spawn it once.
     pub async fn maintain(self) {
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
-        loop {
-            tick.tick().await;
-            self.shared.parked.sweep();
-            for up in &self.upstreams {
-                if up.needs_sync()
-                    && let Err(e) = catalog::sync(&self.server, up, &self.shared).await
-                {
-                    tracing::debug!(upstream = %up.name, error = %e, "the upstream is still unreachable");
+        // Each on a task of its own: one upstream's sync may wait
+        // `upstream_timeout` per list, and neither the sweep (which frees
+        // the slots of `max_pending`) nor another upstream's sync waits for
+        // it. Dropping this future aborts them all.
+        let mut work = tokio::task::JoinSet::new();
+        let shared = self.shared.clone();
+        work.spawn(every(MAINTAIN_EVERY, move || {
+            shared.parked.sweep();
+            std::future::ready(())
+        }));
+        for up in &self.upstreams {
+            let (server, up, shared) = (self.server.clone(), up.clone(), self.shared.clone());
+            work.spawn(every(MAINTAIN_EVERY, move || {
+                let (server, up, shared) = (server.clone(), up.clone(), shared.clone());
+                async move {
+                    if up.needs_sync()
+                        && let Err(e) = catalog::sync(&server, &up, &shared).await
+                    {
+                        tracing::debug!(upstream = %up.name, error = %e, "the upstream is still unreachable");
+                    }
                 }
+            }));
+        }
+        while let Some(ended) = work.join_next().await {
+            if let Err(e) = ended {
+                tracing::error!(error = %e, "a maintenance task of the proxy ended");
             }
         }
     }
@@ -278,5 +316,13 @@ impl Proxy {
     /// How many of them `principal` holds.
     pub fn pending_calls_of(&self, principal: &tern_proto::Principal) -> usize {
         self.shared.parked.held_by(principal)
+    }
+
+    /// How many upstream progress and log notifications were dropped,
+    /// since the proxy was built, because a client did not read its call's
+    /// stream while [`MAX_RELAYED`] of them (or [`MAX_RELAYED_BYTES`])
+    /// waited for it.
+    pub fn notifications_dropped(&self) -> u64 {
+        self.shared.notifications_dropped.load(Ordering::Relaxed)
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use tern_client::{CallOptions, CancelToken, Era, FlowResult, PendingCall, Step};
 use tern_proto::{McpError, Principal};
 use tern_server::{Ask, Error, IntoOutcome, Json, Log, Need, Outcome, Pending, Progress};
-use tern_types::{ClientCapabilities, InputRequests, InputResponses, Notification};
+use tern_types::{ClientCapabilities, InputRequests, InputResponses};
 use tokio::sync::mpsc;
 
 use crate::Shared;
@@ -201,40 +201,14 @@ impl Forward {
             o = o.log_level(level);
         }
         if self.progress.wanted() || self.log.level().is_some() {
-            o = o.on_notification(self.relay_notifications());
+            o = o.on_notification(crate::relayed::relay(
+                &self.up.name,
+                self.progress.clone(),
+                self.log.clone(),
+                self.shared.notifications_dropped.clone(),
+            ));
         }
         o
-    }
-
-    /// Passes the upstream's progress and log notifications on to the
-    /// client, in order, for as long as the call's options live.
-    fn relay_notifications(&self) -> impl Fn(&Notification) + Send + Sync + 'static {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
-        let (progress, log) = (self.progress.clone(), self.log.clone());
-        tokio::spawn(async move {
-            while let Some(n) = rx.recv().await {
-                let p = n.params.unwrap_or_default();
-                match n.method.as_str() {
-                    "notifications/progress" => {
-                        let Some(done) = p.get("progress").and_then(Value::as_f64) else {
-                            continue;
-                        };
-                        let total = p.get("total").and_then(Value::as_f64);
-                        let message = p.get("message").and_then(Value::as_str);
-                        progress.notify(done, total, message).await;
-                    }
-                    "notifications/message" => {
-                        let level = p.get("level").and_then(Value::as_str).unwrap_or("info");
-                        let data = p.get("data").cloned().unwrap_or(Value::Null);
-                        log.log(level, data).await;
-                    }
-                    _ => {}
-                }
-            }
-        });
-        move |n: &Notification| {
-            let _ = tx.send(n.clone());
-        }
     }
 
     /// Runs one downstream round of a call whose upstream params are

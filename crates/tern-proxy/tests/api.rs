@@ -9,5 +9,6 @@ mod api {
     mod common;
     mod failures;
     mod large;
+    mod notifications;
     mod relay;
 }

@@ -1,14 +1,17 @@
 //! The proxy's budgets driven past their limits (issue 27 point 9): pending
-//! calls per principal and in total, and the round ceiling against an
-//! upstream that never stops asking.
+//! calls per principal and in total, the round ceiling against an
+//! upstream that never stops asking, and the lifetime of pending calls
+//! beside an upstream that never lists.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tern_proto::Principal;
 use tern_proxy::{PROXY_LIMIT, Proxy, ProxyOptions};
+use tern_server::clock::ManualClock;
 use tern_server::{Ask, Config, Error, Need, Server, ToolResult};
 use tern_testkit::request::{accept, all_caps, call, retry};
+use tern_testkit::transport::{Answer, Scripted};
 
 use super::common::{
     Sessioned, code, connect, proxy_with, quick, roots_answer, send_as, upstream_server, who,
@@ -204,4 +207,81 @@ async fn anonymous_callers_share_the_whole_pool() {
     let fifth = send_as(&proxy, &anonymous, &deploy("anon4")).await;
     refused(&fifth, "pendingTotal");
     assert_eq!(proxy.pending_calls(), 4);
+}
+
+/// Waits until `done()` holds, for at most two sweep intervals (4 s).
+async fn within_two_sweeps(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{what} did not happen within two sweep intervals");
+}
+
+/// One upstream whose lists never come (each sync of it waits
+/// `upstream_timeout`, here 300 s) holds up neither the sweep nor the
+/// other upstream's sync: a held call past its lifetime is dropped within
+/// a sweep interval (2 s) of it, cancelled upstream, and its slot serves
+/// the next call.
+#[tokio::test]
+async fn a_stalled_upstream_does_not_hold_up_the_expiry_of_pending_calls() {
+    let up = Sessioned::new();
+    let stuck = Scripted::new(|req, _| match req["method"].as_str().unwrap_or_default() {
+        "server/discover" => Answer::Result(json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 0
+        })),
+        _ => Answer::Silence,
+    });
+    let clock = ManualClock::new(1_000_000);
+    let server = Server::builder("proxy", "1.0.0").clock(clock.clone());
+    let options = ProxyOptions {
+        pending_ttl: Duration::from_secs(60),
+        upstream_timeout: Duration::from_secs(300),
+        ..budget(1, None)
+    };
+    // Never synced here: `maintain` lists both, "stuck" first.
+    let proxy = Proxy::builder(server)
+        .options(options)
+        .upstream("stuck", connect(stuck.clone()))
+        .upstream("old", connect(up.clone()))
+        .build()
+        .unwrap();
+    let maintain = tokio::spawn(proxy.clone().maintain());
+    let anonymous = Principal::Anonymous;
+    let held = call("old__deploy", json!({"environment": "a"}), all_caps());
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list",
+                      "params": {"_meta": tern_testkit::request::meta(json!({}))}});
+    let mut listed = false;
+    for _ in 0..200 {
+        let r = send_as(&proxy, &anonymous, &list).await;
+        listed = r["result"]["tools"][0]["name"] == "old__deploy";
+        if listed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(listed, "\"old\" is listed while \"stuck\" does not answer");
+    assert!(
+        stuck
+            .seen()
+            .iter()
+            .any(|s| s.body["method"] == "tools/list"),
+        "\"stuck\" is being listed"
+    );
+
+    let r = send_as(&proxy, &anonymous, &held).await;
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let full = send_as(&proxy, &anonymous, &held).await;
+    refused(&full, "pendingTotal");
+
+    clock.advance(60);
+    within_two_sweeps("the expiry", || proxy.pending_calls() == 0).await;
+    abandoned(&up, 2).await;
+    let r = send_as(&proxy, &anonymous, &held).await;
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    assert_eq!(proxy.pending_calls(), 1);
+    maintain.abort();
 }
