@@ -42,6 +42,10 @@ use crate::provider::{self, Answers, Sampler, Settings, TerminalProvider};
 use crate::ui::{self, dim};
 use crate::{safe, target};
 
+/// How long a cancelled call may take to tell the server (a task it
+/// follows is cancelled there) before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
 /// The runtime of the client commands.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -61,7 +65,7 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
     let cancel = CancelToken::new();
     let code = rt.block_on(async move {
-        let run = within(limit, call(args, what, settings, cancel.clone()));
+        let run = within(limit, &cancel, call(args, what, settings, cancel.clone()));
         tokio::pin!(run);
         tokio::select! {
             r = &mut run => r,
@@ -69,7 +73,7 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
                 // The call ends at once; a task it follows is first
                 // cancelled at the server (bounded).
                 cancel.cancel();
-                let _ = tokio::time::timeout(Duration::from_secs(5), &mut run).await;
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut run).await;
                 eprintln!("\ntern: cancelled");
                 Ok(exit::code(exit::INTERRUPTED))
             }
@@ -82,17 +86,23 @@ pub(crate) fn run(mut args: CallArgs) -> Result<ExitCode, String> {
 }
 
 /// The whole call within `--timeout` (connecting, listing, every round,
-/// the time a person takes to answer): an unattended call always ends.
+/// the time a person takes to answer): an unattended call always ends. At
+/// the limit the call is cancelled as on Ctrl-C, so a task it follows is
+/// first cancelled at the server (bounded, SECURITY.md), then dropped.
 async fn within(
     limit: Option<Duration>,
+    cancel: &CancelToken,
     run: impl Future<Output = Result<ExitCode, String>>,
 ) -> Result<ExitCode, String> {
     let Some(limit) = limit else {
         return run.await;
     };
-    match tokio::time::timeout(limit, run).await {
+    tokio::pin!(run);
+    match tokio::time::timeout(limit, &mut run).await {
         Ok(r) => r,
         Err(_) => {
+            cancel.cancel();
+            let _ = tokio::time::timeout(CANCEL_GRACE, &mut run).await;
             ui::give_back_terminal();
             eprintln!(
                 "tern: the call did not finish within {} s (--timeout SECS; 0 for no limit)",

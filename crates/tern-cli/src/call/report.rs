@@ -204,6 +204,15 @@ impl Reporter {
                 status,
                 message,
             } => {
+                // A server that changes its status message at every poll
+                // gets the notices' budget; how the task ends is always
+                // shown.
+                let ended = matches!(*status, "completed" | "failed" | "cancelled");
+                if w.shown >= MAX_NOTICES_SHOWN && !ended {
+                    w.unshown += 1;
+                    return;
+                }
+                w.shown += 1;
                 // Shown whatever the sink: a task can run for long, and the
                 // person sees where it is. Server text, made safe.
                 let message = message.map(|m| format!(" · {}", safe::line(m)));
@@ -253,7 +262,7 @@ impl Reporter {
             eprintln!(
                 "{}",
                 dim(&format!(
-                    "tern: {unshown} more progress and log notifications were not shown (at most {MAX_NOTICES_SHOWN} a call)"
+                    "tern: {unshown} more progress and log notifications and task status lines were not shown (at most {MAX_NOTICES_SHOWN} a call)"
                 ))
             );
         }
@@ -368,4 +377,34 @@ where
     let r = call(rep.options()).await;
     rep.stop();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that changes its task's status message at every poll gets
+    /// the notices' budget of lines (and of records kept for `--json`);
+    /// how the task ends is shown past it.
+    #[test]
+    fn task_status_lines_share_the_notices_budget_but_the_end_is_shown() {
+        let rep = Reporter::new(Sink::Quiet, "server", "tool t");
+        for i in 0..1_200 {
+            let message = format!("step {i}");
+            rep.on(&RoundEvent::Task {
+                task_id: "t1",
+                status: "working",
+                message: Some(&message),
+            });
+        }
+        rep.on(&RoundEvent::Task {
+            task_id: "t1",
+            status: "completed",
+            message: None,
+        });
+        let w = rep.watch();
+        assert_eq!((w.shown, w.unshown), (MAX_NOTICES_SHOWN + 1, 200));
+        assert_eq!(w.rounds.len(), MAX_NOTICES_SHOWN + 1);
+        assert_eq!(w.rounds.last().unwrap()["status"], "completed");
+    }
 }

@@ -115,7 +115,8 @@ pub(crate) fn run(mut args: ProbeArgs) -> Result<ExitCode, String> {
         let plan = match flows::plan(&probe, &want).await {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("tern: {e}");
+                // The reason may quote the server's own words.
+                eprintln!("tern: {}", crate::safe::line(&e));
                 return Ok(exit::code(exit::USAGE));
             }
         };

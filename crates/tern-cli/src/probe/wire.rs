@@ -190,14 +190,20 @@ impl Probe {
             headers,
             progress_token: None,
         };
-        let frames = match tokio::time::timeout(REPLY_TIMEOUT, transport.request(request)).await {
-            Ok(Ok(f)) => f,
-            Ok(Err(e)) => return Reply::Broken(exit::explain(&e, None)),
-            Err(_) => {
-                return Reply::Broken(format!("no answer within {} s", REPLY_TIMEOUT.as_secs()));
+        // One limit for the whole reply: a server that opens its stream
+        // and then sends nothing (or only comments) is as silent as one
+        // that never answers.
+        let reply = async {
+            match transport.request(request).await {
+                Ok(frames) => read_reply(frames).await,
+                Err(e) => Reply::Broken(exit::explain(&e, None)),
             }
         };
-        read_reply(frames).await
+        tokio::time::timeout(REPLY_TIMEOUT, reply)
+            .await
+            .unwrap_or_else(|_| {
+                Reply::Broken(format!("no answer within {} s", REPLY_TIMEOUT.as_secs()))
+            })
     }
 
     /// Sends one request with the probe's capabilities.

@@ -220,7 +220,7 @@ fn a_flood_of_notifications_is_shown_within_its_budget() {
         .lines()
         .find_map(|l| {
             l.strip_prefix("tern: ")?.strip_suffix(
-                " more progress and log notifications were not shown (at most 1000 a call)",
+                " more progress and log notifications and task status lines were not shown (at most 1000 a call)",
             )
         })
         .expect("the count of notifications not shown");

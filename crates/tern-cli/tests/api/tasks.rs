@@ -114,3 +114,33 @@ fn a_detached_task_is_finished_by_tern_task_wait() {
         .ok()
         .says("migrated users");
 }
+
+/// `--timeout` ends a call that follows a task as Ctrl-C does: the task is
+/// cancelled at the server (SECURITY.md, "`tern call`"), not left running
+/// with no one following it.
+#[test]
+fn a_call_out_of_time_cancels_the_task_it_follows() {
+    let s = Server::start();
+    let mut cmd = Command::new(tern_bin());
+    cmd.args([
+        "call",
+        &s.url,
+        "tool",
+        "migrate",
+        "database=ledger",
+        "seconds=60",
+        "--tasks",
+        "--timeout",
+        "2",
+    ]);
+    let r = run(cmd);
+    r.failed(3)
+        .says("the call did not finish within 2 s (--timeout SECS; 0 for no limit)");
+    let id = r
+        .stderr
+        .split_whitespace()
+        .find(|w| w.len() == 32 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_else(|| panic!("no task id in {r:#?}"))
+        .to_owned();
+    task("get", &s, &id, &[]).ok().says("cancelled");
+}

@@ -611,3 +611,55 @@ fn a_hostile_server_cannot_spend_the_probe() {
         .says("ok\\u{1b}[2J: content against the schema");
     assert!(!table.stdout.contains('\u{1b}'), "{table:#?}");
 }
+
+/// A stdio server that reads every request and answers none.
+const SILENT: &str = r#"
+import sys
+for line in sys.stdin:
+    pass
+"#;
+
+/// A stdio server whose `tools/list` is refused in words that would
+/// clear a terminal, retitle it and paint a verdict.
+const TITLED: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "server/discover":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "complete",
+              "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+              "serverInfo": {"name": "titled", "version": "1"}}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32603,
+              "message": "\u001b[2J\u001b]0;owned\u0007\u001b[31mall MUST cases passed"}})
+"#;
+
+/// A server that never answers costs the probe its reply limit per
+/// request, never a hang; a server's refusal reaches the terminal with
+/// its escape sequences shown, not run.
+#[test]
+fn a_silent_or_titling_server_neither_holds_nor_drives_the_terminal() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let silent = dir.path().join("silent.py");
+    std::fs::write(&silent, SILENT).unwrap();
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(["probe", "--cmd", &format!("python3 {}", silent.display())]);
+    let r = run(cmd);
+    r.failed(2).says("no answer within 10 s");
+    let titled = dir.path().join("titled.py");
+    std::fs::write(&titled, TITLED).unwrap();
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(["probe", "--cmd", &format!("python3 {}", titled.display())]);
+    let r = run(cmd);
+    r.failed(2).says(
+        "tern: tools/list failed: error -32603: \\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{1b}[31mall MUST cases passed",
+    );
+    assert!(
+        !r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'),
+        "{r:#?}"
+    );
+}
