@@ -2,7 +2,6 @@
 //! own routes: each entry listed as the upstream lists it (under its
 //! prefixed name in a gateway), each route forwarding to its upstream.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -20,7 +19,7 @@ use tern_types::{
 
 use crate::Shared;
 use crate::relay::{Cont, Forward};
-use crate::upstream::Upstream;
+use crate::upstream::{Listed, Upstream};
 
 /// The `_meta` key of a listed resource or template that names the
 /// upstream it comes from (in a gateway).
@@ -290,10 +289,10 @@ pub(crate) async fn sync(
     Ok(())
 }
 
-/// Offers everything `up` listed and withdraws the tools and prompts it no
-/// longer lists.
+/// Offers everything `up` listed and withdraws what it no longer lists.
 fn offer(routes: &mut RouteChanges<'_>, up: &Arc<Upstream>, shared: &Arc<Shared>, lists: &Lists) {
-    let mut tools = BTreeSet::new();
+    let mut listed = Listed::default();
+    let tools = &mut listed.tools;
     for tool in &lists.tools {
         let route = tool_route(up, shared, tool);
         tools.insert(route.name().to_owned());
@@ -301,7 +300,7 @@ fn offer(routes: &mut RouteChanges<'_>, up: &Arc<Upstream>, shared: &Arc<Shared>
             tracing::warn!(upstream = %up.name, tool = %tool.name, error = %e, "tool not offered");
         }
     }
-    let mut prompts = BTreeSet::new();
+    let prompts = &mut listed.prompts;
     for prompt in &lists.prompts {
         prompts.insert(up.outer_name(&prompt.name));
         if let Err(e) = routes.add_prompt(prompt_route(up, shared, prompt)) {
@@ -309,22 +308,26 @@ fn offer(routes: &mut RouteChanges<'_>, up: &Arc<Upstream>, shared: &Arc<Shared>
         }
     }
     for resource in &lists.resources {
+        listed.resources.insert(resource.uri.clone());
         let route = ResourceDef::new(&resource.uri, &resource.name, read_handler(up, shared))
-            .listing(owned(entry(resource), up));
+            .listing(owned(entry(resource), up))
+            .owner(&up.name);
         if let Err(e) = routes.add_resource(route) {
             tracing::warn!(upstream = %up.name, uri = %resource.uri, error = %e, "resource not offered");
         }
     }
     for template in &lists.templates {
+        listed.templates.insert(template.uri_template.clone());
         let route = TemplateDef::new(
             &template.uri_template,
             &template.name,
             read_handler(up, shared),
         )
-        .listing(owned(entry(template), up));
+        .listing(owned(entry(template), up))
+        .owner(&up.name);
         if let Err(e) = routes.add_resource_template(route) {
             tracing::warn!(upstream = %up.name, template = %template.uri_template, error = %e, "template not offered");
         }
     }
-    up.replace_listed(routes, tools, prompts);
+    up.replace_listed(routes, listed);
 }

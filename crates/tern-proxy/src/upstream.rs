@@ -40,8 +40,18 @@ pub(crate) struct Upstream {
     /// Set when the lists must be read again (never read, or the upstream
     /// was lost and comes back as a new process or session).
     stale: AtomicBool,
-    /// The downstream names of the tools and prompts listed last time.
-    listed: Mutex<(BTreeSet<String>, BTreeSet<String>)>,
+    /// What was listed last time, by its downstream name or URI.
+    listed: Mutex<Listed>,
+}
+
+/// The downstream names of the tools and prompts, and the URIs of the
+/// resources and templates, one sync of an upstream offered.
+#[derive(Debug, Default)]
+pub(crate) struct Listed {
+    pub(crate) tools: BTreeSet<String>,
+    pub(crate) prompts: BTreeSet<String>,
+    pub(crate) resources: BTreeSet<String>,
+    pub(crate) templates: BTreeSet<String>,
 }
 
 impl Upstream {
@@ -76,22 +86,24 @@ impl Upstream {
         self.stale.load(Ordering::Relaxed)
     }
 
-    /// Records what was listed now, removing the tools and prompts that
-    /// were listed before and are gone.
-    pub(crate) fn replace_listed(
-        &self,
-        routes: &mut RouteChanges<'_>,
-        tools: BTreeSet<String>,
-        prompts: BTreeSet<String>,
-    ) {
+    /// Records what was listed now, removing what was listed before and
+    /// is gone: a withdrawn route is never served again, and what one
+    /// upstream's syncs leave behind does not pile up.
+    pub(crate) fn replace_listed(&self, routes: &mut RouteChanges<'_>, now: Listed) {
         let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
-        for gone in listed.0.difference(&tools) {
+        for gone in listed.tools.difference(&now.tools) {
             routes.remove_tool(gone);
         }
-        for gone in listed.1.difference(&prompts) {
+        for gone in listed.prompts.difference(&now.prompts) {
             routes.remove_prompt(gone);
         }
-        *listed = (tools, prompts);
+        for gone in listed.resources.difference(&now.resources) {
+            routes.remove_resource(gone);
+        }
+        for gone in listed.templates.difference(&now.templates) {
+            routes.remove_resource_template(gone);
+        }
+        *listed = now;
     }
 
     pub(crate) fn synced(&self) {

@@ -47,6 +47,7 @@ mod sessions;
 mod single_use;
 mod state;
 mod tasks;
+mod uri_template;
 
 pub use ask::{
     Ask, Either, Elicited, FormKey, InputKind, Need, NeedSet, OneOf, Optional, Root, Round, Sampled,

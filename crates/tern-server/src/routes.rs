@@ -18,6 +18,8 @@ pub struct RouteChanges<'a> {
     templates: Vec<TemplateDef>,
     gone_tools: HashSet<String>,
     gone_prompts: HashSet<String>,
+    gone_resources: HashSet<String>,
+    gone_templates: HashSet<String>,
 }
 
 impl std::fmt::Debug for RouteChanges<'_> {
@@ -29,6 +31,8 @@ impl std::fmt::Debug for RouteChanges<'_> {
             .field("templates", &self.templates.len())
             .field("gone_tools", &self.gone_tools.len())
             .field("gone_prompts", &self.gone_prompts.len())
+            .field("gone_resources", &self.gone_resources.len())
+            .field("gone_templates", &self.gone_templates.len())
             .finish()
     }
 }
@@ -75,6 +79,16 @@ impl RouteChanges<'_> {
         Ok(())
     }
 
+    /// Removes the resource `uri`, if there is one.
+    pub fn remove_resource(&mut self, uri: &str) {
+        self.gone_resources.insert(uri.to_owned());
+    }
+
+    /// Removes the resource template `template`, if there is one.
+    pub fn remove_resource_template(&mut self, template: &str) {
+        self.gone_templates.insert(template.to_owned());
+    }
+
     /// Adds (or replaces) a resource template, with the guards of
     /// [`RouteChanges::add_tool`].
     pub fn add_resource_template(&mut self, template: TemplateDef) -> Result<(), BuildError> {
@@ -98,9 +112,18 @@ impl RouteChanges<'_> {
         }) {
             changed.push(Change::Prompts);
         }
-        let none = HashSet::new();
-        let resources = merge(&mut r.resources, self.resources, &none, |r| &r.uri);
-        let templates = merge(&mut r.templates, self.templates, &none, |t| &t.template);
+        let resources = merge(
+            &mut r.resources,
+            self.resources,
+            &self.gone_resources,
+            |r| &r.uri,
+        );
+        let templates = merge(
+            &mut r.templates,
+            self.templates,
+            &self.gone_templates,
+            |t| &t.template,
+        );
         if resources || templates {
             changed.push(Change::Resources);
         }
@@ -146,6 +169,8 @@ impl Server {
             templates: Vec::new(),
             gone_tools: HashSet::new(),
             gone_prompts: HashSet::new(),
+            gone_resources: HashSet::new(),
+            gone_templates: HashSet::new(),
         };
         let out = f(&mut changes);
         self.update(|r| changes.apply(r));

@@ -75,24 +75,51 @@ impl Server {
             }
             FlowMethod::ResourcesRead => {
                 let uri = target("uri")?;
-                if let Some(r) = reg.resources.iter().find(|r| r.uri == uri) {
-                    return Ok(plain(r.handler.clone(), r.limits));
-                }
-                for t in &reg.templates {
-                    if let Some(vars) = t.matches(uri) {
-                        return Ok(Route {
-                            handler: t.handler.clone(),
-                            limits: t.limits,
-                            uri_params: vars,
-                            task: None,
-                        });
-                    }
-                }
                 // RES-S2.
-                Err(McpError::InvalidParams {
+                let not_found = || McpError::InvalidParams {
                     message: format!("Resource not found: {uri}"),
                     data: Some(json!({"uri": uri})),
-                })
+                };
+                // The exact resource, else the first matching template. A
+                // route with an owner (a proxy's upstream) is served only
+                // if no other owner's route matches too, so every match is
+                // looked at; without owners the first one decides.
+                let exact = reg.resources.iter().find(|r| r.uri == uri);
+                let mut owner = exact.map(|r| &r.owner);
+                let mut route = exact.map(|r| plain(r.handler.clone(), r.limits));
+                if exact.is_some_and(|r| r.owner.is_none()) {
+                    return route.ok_or_else(not_found);
+                }
+                for t in &reg.templates {
+                    let Some(vars) = t.matches(uri) else {
+                        continue;
+                    };
+                    match owner {
+                        None => {
+                            owner = Some(&t.owner);
+                            route = Some(Route {
+                                handler: t.handler.clone(),
+                                limits: t.limits,
+                                uri_params: vars,
+                                task: None,
+                            });
+                            if t.owner.is_none() {
+                                break;
+                            }
+                        }
+                        Some(o) if *o != t.owner => {
+                            tracing::warn!(
+                                uri,
+                                first = o.as_deref().unwrap_or("-"),
+                                other = t.owner.as_deref().unwrap_or("-"),
+                                "a resource read matches the routes of two owners; refused"
+                            );
+                            return Err(not_found());
+                        }
+                        Some(_) => {}
+                    }
+                }
+                route.ok_or_else(not_found)
             }
         }
     }
