@@ -189,7 +189,9 @@ both! {
         let (code, stdout, stderr) =
             c.call(&["tool", "confirm_order", "item=book", "--answers", &answers, "--json"]);
         assert_eq!(code, 0, "{stderr}");
-        // The server's request is one input round of the single call.
+        // The server's request is one input round of the call, numbered as
+        // a modern flow's are: its answers start round 2, which completes
+        // (one round budget per call, counted the same in both eras).
         assert_eq!(without_timings(&stdout), json!({
             "result": {
                 "resultType": "complete",
@@ -220,7 +222,7 @@ both! {
                         "content": {"quantity": 2, "gift": true}
                     }}
                 },
-                {"round": 1, "resultType": "complete"}
+                {"round": 2, "resultType": "complete"}
             ]
         }));
     };
