@@ -224,11 +224,9 @@ fn check_envelope(
         // `RequestMeta::raw`.
         None => match params.remove("_meta") {
             Some(Value::Object(meta)) => read_meta(meta).map(Box::new),
-            None => return Err(McpError::MissingMeta("params._meta is required".into())),
+            None => return Err(McpError::missing_meta("params._meta is required")),
             Some(_) => {
-                return Err(McpError::MissingMeta(
-                    "params._meta must be an object".into(),
-                ));
+                return Err(McpError::missing_meta("params._meta must be an object"));
             }
         },
     };
@@ -320,13 +318,13 @@ pub fn read_meta(mut meta: Map<String, Value>) -> Result<RequestMeta, MetaError>
     let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.clone(),
         Some(_) => {
-            return Err(MetaError::Version(McpError::MissingMeta(format!(
+            return Err(MetaError::Version(McpError::missing_meta(format!(
                 "{} must be a string",
                 meta_keys::PROTOCOL_VERSION
             ))));
         }
         None => {
-            return Err(MetaError::Version(McpError::MissingMeta(format!(
+            return Err(MetaError::Version(McpError::missing_meta(format!(
                 "_meta[\"{}\"] is required",
                 meta_keys::PROTOCOL_VERSION
             ))));
@@ -360,19 +358,19 @@ type Rest = (
 fn read_rest(meta: &Map<String, Value>) -> Result<Rest, McpError> {
     let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
         Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|e| {
-            McpError::MissingMeta(format!(
+            McpError::missing_meta(format!(
                 "{} is malformed: {e}",
                 meta_keys::CLIENT_CAPABILITIES
             ))
         })?,
         Some(_) => {
-            return Err(McpError::MissingMeta(format!(
+            return Err(McpError::missing_meta(format!(
                 "{} must be an object",
                 meta_keys::CLIENT_CAPABILITIES
             )));
         }
         None => {
-            return Err(McpError::MissingMeta(format!(
+            return Err(McpError::missing_meta(format!(
                 "_meta[\"{}\"] is required",
                 meta_keys::CLIENT_CAPABILITIES
             )));
@@ -381,7 +379,7 @@ fn read_rest(meta: &Map<String, Value>) -> Result<Rest, McpError> {
     let client_info = match meta.get(meta_keys::CLIENT_INFO) {
         None => None,
         Some(v) => Some(Implementation::deserialize(v).map_err(|e| {
-            McpError::MissingMeta(format!("{} is malformed: {e}", meta_keys::CLIENT_INFO))
+            McpError::missing_meta(format!("{} is malformed: {e}", meta_keys::CLIENT_INFO))
         })?),
     };
     let log_level = match meta.get(meta_keys::LOG_LEVEL) {
@@ -468,9 +466,11 @@ fn for_initialize(e: McpError, supported: &[String]) -> McpError {
             message: format!("{message}. {note}"),
             supported: Some(supported.to_vec()),
         },
-        McpError::MissingMeta(m) => McpError::InvalidParams {
-            message: format!("Invalid params: {m}. {note}"),
-            data: Some(serde_json::json!({ "supported": supported })),
+        // Still the 400 of a missing `_meta` (DIGEST status summary), with
+        // the versions served.
+        McpError::MissingMeta { message, .. } => McpError::MissingMeta {
+            message: format!("{message}. {note}"),
+            supported: Some(supported.to_vec()),
         },
         other => other,
     }

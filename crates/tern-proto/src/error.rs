@@ -25,8 +25,14 @@ pub enum McpError {
     InvalidRequest(String),
     /// A required `_meta` key is missing or has the wrong type (-32602,
     /// HTTP 400; META-S7).
-    #[error("Invalid params: {0}")]
-    MissingMeta(String),
+    #[error("Invalid params: {message}")]
+    MissingMeta {
+        /// What is missing or malformed.
+        message: String,
+        /// The versions served; set when answering `initialize`, so legacy
+        /// clients learn why (COMPAT-S2).
+        supported: Option<Vec<String>>,
+    },
     /// Mirrored HTTP headers missing, malformed or different from the body
     /// (-32020, HTTP 400; HTTP-S11).
     #[error("Header mismatch: {message}")]
@@ -125,6 +131,14 @@ pub enum McpError {
 }
 
 impl McpError {
+    /// A missing or malformed `_meta` key (-32602, HTTP 400).
+    pub fn missing_meta(message: impl Into<String>) -> Self {
+        McpError::MissingMeta {
+            message: message.into(),
+            supported: None,
+        }
+    }
+
     /// An invalid-params error without data.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         McpError::InvalidParams {
@@ -153,7 +167,7 @@ impl McpError {
         match self {
             McpError::Parse(_) => ErrorCode::PARSE_ERROR,
             McpError::InvalidRequest(_) | McpError::PayloadTooLarge => ErrorCode::INVALID_REQUEST,
-            McpError::MissingMeta(_)
+            McpError::MissingMeta { .. }
             | McpError::InvalidParams { .. }
             | McpError::InvalidState
             | McpError::TooManyRounds => ErrorCode::INVALID_PARAMS,
@@ -175,7 +189,7 @@ impl McpError {
         match self {
             McpError::Parse(_)
             | McpError::InvalidRequest(_)
-            | McpError::MissingMeta(_)
+            | McpError::MissingMeta { .. }
             | McpError::HeaderMismatch { .. }
             | McpError::UnsupportedVersion { .. }
             | McpError::MissingCapability { .. } => 400,
@@ -200,6 +214,9 @@ impl McpError {
                 supported: Some(s), ..
             }
             | McpError::MethodNotFound {
+                supported: Some(s), ..
+            }
+            | McpError::MissingMeta {
                 supported: Some(s), ..
             } => Some(json!({ "supported": s })),
             McpError::UnsupportedVersion {
@@ -243,8 +260,8 @@ mod tests {
     #[test]
     fn statuses_follow_the_digest_table() {
         // DIGEST HTTP status code summary.
-        assert_eq!(McpError::MissingMeta("x".into()).http_status(), 400);
-        assert_eq!(McpError::MissingMeta("x".into()).code(), ErrorCode(-32602));
+        assert_eq!(McpError::missing_meta("x").http_status(), 400);
+        assert_eq!(McpError::missing_meta("x").code(), ErrorCode(-32602));
         let hm = McpError::HeaderMismatch {
             message: "x".into(),
             supported: None,

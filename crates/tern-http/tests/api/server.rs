@@ -71,6 +71,16 @@ pub(super) fn post_on(
     r
 }
 
+/// `body` POSTed as [`post`] makes it, and the answer.
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    name: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> (StatusCode, Value) {
+    json_of(post(addr, method, name).body(body).send().await.unwrap()).await
+}
+
 pub(super) async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     let text = r.text().await.unwrap();
@@ -277,26 +287,12 @@ async fn header_checks_follow_the_validation_order() {
         (s, v["error"]["code"].clone()),
         (StatusCode::BAD_REQUEST, json!(-32020))
     );
-    let (s, v) = json_of(
-        post(addr, "TOOLS/CALL", Some("hello"))
-            .body(b.to_string())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = exchange(addr, "TOOLS/CALL", Some("hello"), b.to_string()).await;
     assert_eq!(
         (s, v["error"]["code"].clone()),
         (StatusCode::BAD_REQUEST, json!(-32020))
     );
-    let (s, v) = json_of(
-        post(addr, "tools/call", Some("other"))
-            .body(b.to_string())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = exchange(addr, "tools/call", Some("other"), b.to_string()).await;
     assert_eq!(
         (s, v["error"]["code"].clone()),
         (StatusCode::BAD_REQUEST, json!(-32020))
@@ -309,14 +305,7 @@ async fn header_checks_follow_the_validation_order() {
         .header("mcp-name", "  hello  ")
         .body(b.to_string());
     assert_eq!(json_of(padded.send().await.unwrap()).await.0, 200);
-    let (s, v) = json_of(
-        post(addr, "ping", None)
-            .body(body("ping", json!({})).to_string())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = exchange(addr, "ping", None, body("ping", json!({})).to_string()).await;
     assert_eq!(
         (s, v["error"]["code"].clone()),
         (StatusCode::NOT_FOUND, json!(-32601))
@@ -324,28 +313,51 @@ async fn header_checks_follow_the_validation_order() {
 }
 
 #[tokio::test]
+async fn an_initialize_that_is_neither_era_gets_the_400_of_a_missing_meta() {
+    // COMPAT-S-A1: with the version header but no `_meta` (and no legacy
+    // `protocolVersion`), step 6 fails: 400 + -32602, naming the versions
+    // served (COMPAT-S2), as every other request missing `_meta` is.
+    let addr = start().await;
+    for params in [json!({}), json!({"capabilities": {}})] {
+        let init = json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": params});
+        let (s, v) = exchange(addr, "initialize", None, init.to_string()).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+        assert_eq!(v["id"], 3, "{v}");
+        assert_eq!(v["error"]["code"], -32602, "{v}");
+        assert_eq!(
+            v["error"]["message"],
+            "Invalid params: params._meta is required. This server supports MCP 2026-07-28 only",
+            "{v}"
+        );
+        assert_eq!(
+            v["error"]["data"]["supported"],
+            json!(["2026-07-28"]),
+            "{v}"
+        );
+    }
+    // Any other request missing `_meta` is the same 400, without the note.
+    let bare = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}});
+    let (s, v) = exchange(addr, "tools/list", None, bare.to_string()).await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32602))
+    );
+    assert_eq!(
+        v["error"]["message"], "Invalid params: params._meta is required",
+        "{v}"
+    );
+    assert!(v["error"].get("data").is_none(), "{v}");
+}
+
+#[tokio::test]
 async fn malformed_bodies_are_parse_errors_and_notifications_202() {
     let addr = start().await;
-    let (s, v) = json_of(
-        post(addr, "tools/list", None)
-            .body("{not json")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = exchange(addr, "tools/list", None, "{not json").await;
     assert_eq!(
         (s, v["error"]["code"].clone(), v.get("id").is_none()),
         (StatusCode::BAD_REQUEST, json!(-32700), true)
     );
-    let (s, v) = json_of(
-        post(addr, "tools/list", None)
-            .body("[]")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = exchange(addr, "tools/list", None, "[]").await;
     assert_eq!(
         (s, v["error"]["code"].clone()),
         (StatusCode::BAD_REQUEST, json!(-32600))
@@ -392,37 +404,22 @@ async fn a_non_ascii_root_and_a_panicking_handler_get_json_rpc_errors() {
     .await
     .unwrap();
     let first = with_roots("tools/call", json!({"name": "roots"}));
-    let (status, r) = json_of(
-        post(addr, "tools/call", Some("roots"))
-            .body(first.to_string())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, r) = exchange(addr, "tools/call", Some("roots"), first.to_string()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
     let mut retry = first.clone();
     retry["params"]["requestState"] = r["result"]["requestState"].clone();
     retry["params"]["inputResponses"] = json!({"roots": {"roots": [{"uri": "file:/é/abcdef"}]}});
-    let (status, e) = json_of(
-        post(addr, "tools/call", Some("roots"))
-            .body(retry.to_string())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, e) = exchange(addr, "tools/call", Some("roots"), retry.to_string()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(e["id"], 7, "{e}");
     assert_eq!(e["error"]["code"], -32602, "{e}");
     assert_eq!(e["error"]["data"]["key"], "roots", "{e}");
-    let (status, e) = json_of(
-        post(addr, "tools/call", Some("boom"))
-            .body(body("tools/call", json!({"name": "boom"})).to_string())
-            .send()
-            .await
-            .unwrap(),
+    let (status, e) = exchange(
+        addr,
+        "tools/call",
+        Some("boom"),
+        body("tools/call", json!({"name": "boom"})).to_string(),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -432,12 +429,11 @@ async fn a_non_ascii_root_and_a_panicking_handler_get_json_rpc_errors() {
         "{e}"
     );
     assert!(e["error"]["data"]["correlationId"].is_string(), "{e}");
-    let (status, ok) = json_of(
-        post(addr, "tools/call", Some("hello"))
-            .body(body("tools/call", json!({"name": "hello"})).to_string())
-            .send()
-            .await
-            .unwrap(),
+    let (status, ok) = exchange(
+        addr,
+        "tools/call",
+        Some("hello"),
+        body("tools/call", json!({"name": "hello"})).to_string(),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
