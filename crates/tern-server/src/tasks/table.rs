@@ -494,7 +494,9 @@ impl Tasks {
         };
         for (key, _) in &c.answered {
             if let Some(a) = c.merged.get(key) {
-                open.answers.insert(key.clone(), a.clone());
+                // The first answer to land wins, as in a fleet's store: an
+                // update checked beside this one is ignored for its keys.
+                open.answers.entry(key.clone()).or_insert_with(|| a.clone());
             }
         }
         r.updated = now;
@@ -700,6 +702,37 @@ mod tests {
         Principal::Static {
             secret_id: name.into(),
         }
+    }
+
+    /// Two updates checked at once for one key (each outside the lock):
+    /// the first to land is the answer, as a fleet's store keeps the first.
+    #[test]
+    fn of_two_racing_answers_to_one_key_the_first_to_land_is_kept() {
+        let clock = crate::clock::ManualClock::new(1_000);
+        let tasks = Tasks::new(TaskLimits::default(), Arc::new(clock), None);
+        let metrics = Metrics::default();
+        let alice = static_principal("alice");
+        tasks.create("t", &alice, &metrics).unwrap();
+        let check: Check = Arc::new(|_: &str, _: &str, _: &Value| Ok(()));
+        let asked = vec![("a".to_owned(), json!({})), ("b".to_owned(), json!({}))];
+        let mut rx = tasks.open_round("t", asked, check).unwrap();
+        let checked = |answer: Value| {
+            let responses = serde_json::from_value(answer).unwrap();
+            Tasks::to_check(&tasks.lock()["t"], &responses).unwrap()
+        };
+        let first = checked(json!({"a": {"action": "accept"}}));
+        let second = checked(json!({"a": {"action": "decline"}}));
+        tasks.apply("t", first).unwrap();
+        tasks.apply("t", second).unwrap();
+        assert!(rx.try_recv().is_err(), "b is still open");
+        tasks
+            .apply("t", checked(json!({"b": {"action": "cancel"}})))
+            .unwrap();
+        let answers = rx.try_recv().unwrap();
+        assert_eq!(
+            Value::Object(answers),
+            json!({"a": {"action": "accept"}, "b": {"action": "cancel"}})
+        );
     }
 
     /// A create reads the indexes, not the records: after every kind of
