@@ -262,17 +262,21 @@ impl Proxy {
     }
 
     /// Reads every upstream's tools, prompts, resources and templates into
-    /// the server's lists. Returns the upstreams that could not be read,
-    /// with why; they are tried again by [`Proxy::maintain`].
+    /// the server's lists, all upstreams at once: one that is slow to list
+    /// (up to `upstream_timeout` a page) holds up no other. Returns the
+    /// upstreams that could not be read, in their configured order, with
+    /// why; they are tried again by [`Proxy::maintain`].
     pub async fn sync(&self) -> Vec<(String, String)> {
-        let mut failed = Vec::new();
-        for up in &self.upstreams {
-            if let Err(e) = catalog::sync(&self.server, up, &self.shared).await {
-                tracing::warn!(upstream = %up.name, error = %e, "cannot list the upstream's tools, prompts and resources");
-                failed.push((up.name.clone(), e));
-            }
-        }
-        failed
+        let syncs = self.upstreams.iter().map(|up| async move {
+            let e = catalog::sync(&self.server, up, &self.shared).await.err()?;
+            tracing::warn!(upstream = %up.name, error = %e, "cannot list the upstream's tools, prompts and resources");
+            Some((up.name.clone(), e))
+        });
+        futures_util::future::join_all(syncs)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Runs forever: cancels pending calls past their lifetime, and lists

@@ -98,10 +98,10 @@ impl Upstream {
             routes.remove_prompt(gone);
         }
         for gone in listed.resources.difference(&now.resources) {
-            routes.remove_resource(gone);
+            routes.remove_resource(Some(&self.name), gone);
         }
         for gone in listed.templates.difference(&now.templates) {
-            routes.remove_resource_template(gone);
+            routes.remove_resource_template(Some(&self.name), gone);
         }
         *listed = now;
     }

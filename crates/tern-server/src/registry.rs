@@ -323,6 +323,22 @@ pub struct ResourceDef {
     pub(crate) owner: Option<Arc<str>>,
 }
 
+/// What names a resource or template route among the others: its owner
+/// (see [`ResourceDef::owner`]) and its URI or template.
+pub(crate) type RouteKey = (Option<Arc<str>>, String);
+
+impl ResourceDef {
+    pub(crate) fn key(&self) -> RouteKey {
+        (self.owner.clone(), self.uri.clone())
+    }
+}
+
+impl TemplateDef {
+    pub(crate) fn key(&self) -> RouteKey {
+        (self.owner.clone(), self.template.clone())
+    }
+}
+
 impl std::fmt::Debug for ResourceDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResourceDef")
@@ -578,13 +594,16 @@ impl Registry {
         self.prompts.push(def);
     }
 
+    // A resource or template route is named by its owner and its URI (or
+    // template): two owners listing one URI keep a route each, and routing
+    // refuses the URI rather than give it to the later (RES-S2).
     pub(crate) fn add_resource(&mut self, def: ResourceDef) {
-        self.resources.retain(|r| r.uri != def.uri);
+        self.resources.retain(|r| r.key() != def.key());
         self.resources.push(def);
     }
 
     pub(crate) fn add_template(&mut self, def: TemplateDef) {
-        self.templates.retain(|t| t.template != def.template);
+        self.templates.retain(|t| t.key() != def.key());
         self.templates.push(def);
     }
 }

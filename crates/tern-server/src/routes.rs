@@ -2,14 +2,17 @@
 //! a proxy's catalog sync does, at the cost of one copy of the routes.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::builder::BuildError;
-use crate::registry::{PromptDef, Registry, ResourceDef, TemplateDef, ToolDef};
+use crate::registry::{PromptDef, Registry, ResourceDef, RouteKey, TemplateDef, ToolDef};
 use crate::server::{Change, Server};
 
 /// Route changes made together by [`Server::change_routes`]. Removals
 /// apply before additions, so a route both removed and added is the added
-/// one; of two added under one name the later wins.
+/// one; of two added under one name the later wins. A resource or template
+/// is named by its owner and its URI or template, so two owners' routes
+/// under one URI are both kept (and a read of it refused, RES-S2).
 pub struct RouteChanges<'a> {
     server: &'a Server,
     tools: Vec<ToolDef>,
@@ -18,8 +21,8 @@ pub struct RouteChanges<'a> {
     templates: Vec<TemplateDef>,
     gone_tools: HashSet<String>,
     gone_prompts: HashSet<String>,
-    gone_resources: HashSet<String>,
-    gone_templates: HashSet<String>,
+    gone_resources: HashSet<RouteKey>,
+    gone_templates: HashSet<RouteKey>,
 }
 
 impl std::fmt::Debug for RouteChanges<'_> {
@@ -79,14 +82,18 @@ impl RouteChanges<'_> {
         Ok(())
     }
 
-    /// Removes the resource `uri`, if there is one.
-    pub fn remove_resource(&mut self, uri: &str) {
-        self.gone_resources.insert(uri.to_owned());
+    /// Removes the resource `uri` of `owner` (`None`: the one without an
+    /// owner), if there is one; another owner's under the same URI stays.
+    pub fn remove_resource(&mut self, owner: Option<&str>, uri: &str) {
+        self.gone_resources
+            .insert((owner.map(Arc::from), uri.to_owned()));
     }
 
-    /// Removes the resource template `template`, if there is one.
-    pub fn remove_resource_template(&mut self, template: &str) {
-        self.gone_templates.insert(template.to_owned());
+    /// Removes the resource template `template` of `owner`, as
+    /// [`RouteChanges::remove_resource`] does.
+    pub fn remove_resource_template(&mut self, owner: Option<&str>, template: &str) {
+        self.gone_templates
+            .insert((owner.map(Arc::from), template.to_owned()));
     }
 
     /// Adds (or replaces) a resource template, with the guards of
@@ -104,11 +111,13 @@ impl RouteChanges<'_> {
     /// The changes in one pass over each kind's routes; which kinds changed.
     fn apply(self, r: &mut Registry) -> Vec<Change> {
         let mut changed = Vec::new();
-        if merge(&mut r.tools, self.tools, &self.gone_tools, |t| &t.name) {
+        if merge(&mut r.tools, self.tools, &self.gone_tools, |t| {
+            t.name.clone()
+        }) {
             changed.push(Change::Tools);
         }
         if merge(&mut r.prompts, self.prompts, &self.gone_prompts, |p| {
-            &p.name
+            p.name.clone()
         }) {
             changed.push(Change::Prompts);
         }
@@ -116,13 +125,13 @@ impl RouteChanges<'_> {
             &mut r.resources,
             self.resources,
             &self.gone_resources,
-            |r| &r.uri,
+            ResourceDef::key,
         );
         let templates = merge(
             &mut r.templates,
             self.templates,
             &self.gone_templates,
-            |t| &t.template,
+            TemplateDef::key,
         );
         if resources || templates {
             changed.push(Change::Resources);
@@ -134,11 +143,11 @@ impl RouteChanges<'_> {
 /// Drops the routes named in `gone` or added again, then appends `added`
 /// (the last of each name): linear in both, where a pass per route made a
 /// sync of n routes quadratic. Whether anything was asked of this kind.
-fn merge<T>(
+fn merge<T, K: Eq + std::hash::Hash>(
     routes: &mut Vec<T>,
     added: Vec<T>,
-    gone: &HashSet<String>,
-    name: impl Fn(&T) -> &String,
+    gone: &HashSet<K>,
+    name: impl Fn(&T) -> K,
 ) -> bool {
     if added.is_empty() && gone.is_empty() {
         return false;
@@ -147,10 +156,13 @@ fn merge<T>(
     let mut kept: Vec<T> = added
         .into_iter()
         .rev()
-        .filter(|d| names.insert(name(d).clone()))
+        .filter(|d| names.insert(name(d)))
         .collect();
     kept.reverse();
-    routes.retain(|d| !names.contains(name(d)) && !gone.contains(name(d)));
+    routes.retain(|d| {
+        let n = name(d);
+        !names.contains(&n) && !gone.contains(&n)
+    });
     routes.extend(kept);
     true
 }

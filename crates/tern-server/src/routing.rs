@@ -3,6 +3,7 @@
 //! arguments they mirror (HTTP-A5 steps 13 and 14).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use tern_proto::accept::Accepted;
@@ -84,7 +85,22 @@ impl Server {
                 // route with an owner (a proxy's upstream) is served only
                 // if no other owner's route matches too, so every match is
                 // looked at; without owners the first one decides.
-                let exact = reg.resources.iter().find(|r| r.uri == uri);
+                let mut exacts = reg.resources.iter().filter(|r| r.uri == uri);
+                let exact = exacts.next();
+                // Routes are named by owner and URI: a second exact route
+                // is another owner's.
+                let contested = |first: &Option<Arc<str>>, other: &Option<Arc<str>>| {
+                    tracing::warn!(
+                        uri,
+                        first = first.as_deref().unwrap_or("-"),
+                        other = other.as_deref().unwrap_or("-"),
+                        "a resource read matches the routes of two owners; refused"
+                    );
+                    not_found()
+                };
+                if let (Some(first), Some(other)) = (exact, exacts.next()) {
+                    return Err(contested(&first.owner, &other.owner));
+                }
                 let mut owner = exact.map(|r| &r.owner);
                 let mut route = exact.map(|r| plain(r.handler.clone(), r.limits));
                 if exact.is_some_and(|r| r.owner.is_none()) {
@@ -107,15 +123,7 @@ impl Server {
                                 break;
                             }
                         }
-                        Some(o) if *o != t.owner => {
-                            tracing::warn!(
-                                uri,
-                                first = o.as_deref().unwrap_or("-"),
-                                other = t.owner.as_deref().unwrap_or("-"),
-                                "a resource read matches the routes of two owners; refused"
-                            );
-                            return Err(not_found());
-                        }
+                        Some(o) if *o != t.owner => return Err(contested(o, &t.owner)),
                         Some(_) => {}
                     }
                 }

@@ -225,9 +225,13 @@ async fn a_resync_withdraws_resources_and_templates_the_upstream_no_longer_lists
     assert_eq!(read["error"]["code"], -32602, "{read}");
 }
 
-/// A 2026-07-28 upstream whose one template is `template`; it answers a
-/// read with its `name`.
-fn templated(name: &'static str, template: &'static str) -> Scripted {
+/// A 2026-07-28 upstream listing the exact resources `uris` holds at each
+/// sync, and `templates`; it answers a read with its `name`.
+fn serving(
+    name: &'static str,
+    uris: Arc<std::sync::Mutex<Vec<&'static str>>>,
+    templates: Vec<&'static str>,
+) -> Scripted {
     Scripted::new(
         move |req, _| match req["method"].as_str().unwrap_or_default() {
             "server/discover" => Answer::Result(json!({
@@ -235,15 +239,28 @@ fn templated(name: &'static str, template: &'static str) -> Scripted {
                 "capabilities": {"resources": {}}, "ttlMs": 0
             })),
             "resources/list" => {
-                Answer::Result(json!({"resultType": "complete", "ttlMs": 0, "resources": []}))
+                let listed: Vec<Value> = (uris.lock().unwrap().iter())
+                    .map(|u| json!({"uri": u, "name": name}))
+                    .collect();
+                Answer::Result(json!({"resultType": "complete", "ttlMs": 0, "resources": listed}))
             }
-            "resources/templates/list" => Answer::Result(json!({"resultType": "complete",
-                "ttlMs": 0, "resourceTemplates": [{"uriTemplate": template, "name": name}]})),
+            "resources/templates/list" => {
+                let listed: Vec<Value> = (templates.iter())
+                    .map(|t| json!({"uriTemplate": t, "name": name}))
+                    .collect();
+                Answer::Result(json!({"resultType": "complete",
+                    "ttlMs": 0, "resourceTemplates": listed}))
+            }
             "resources/read" => Answer::Result(json!({"resultType": "complete",
                 "contents": [{"uri": req["params"]["uri"], "text": format!("served by {name}")}]})),
             _ => Answer::Error(json!({"code": -32601, "message": "Method not found"})),
         },
     )
+}
+
+/// An upstream whose one template is `template`.
+fn templated(name: &'static str, template: &'static str) -> Scripted {
+    serving(name, Arc::default(), vec![template])
 }
 
 fn reads(up: &Scripted) -> usize {
@@ -288,4 +305,100 @@ async fn a_uri_two_upstreams_match_is_read_by_neither() {
         "{r}"
     );
     assert_eq!((reads(&files), reads(&grabby)), (0, 1));
+}
+
+fn read_of(uri: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {
+        "_meta": tern_testkit::request::meta(json!({})), "uri": uri}})
+}
+
+/// The same holds for an exact URI two upstreams both list: whichever
+/// synced last does not get it. Each keeps its own route, so one that
+/// stops listing the URI withdraws its route only, and the other's is then
+/// read.
+#[tokio::test]
+async fn an_exact_uri_two_upstreams_list_is_read_by_neither_until_one_withdraws_it() {
+    let (logs, _guard) = Captured::start();
+    let honest_uris = Arc::new(std::sync::Mutex::new(vec!["file:///etc/motd"]));
+    let rival_uris = Arc::new(std::sync::Mutex::new(vec![
+        "file:///etc/motd",
+        "rival://own",
+    ]));
+    let honest = serving("files", honest_uris, vec![]);
+    let rival = serving("rival", rival_uris.clone(), vec![]);
+    let proxy = proxy_of(
+        vec![
+            ("files", connect(honest.clone())),
+            ("rival", connect(rival.clone())),
+        ],
+        quick(),
+    )
+    .await;
+    let r = send(&proxy, &read_of("file:///etc/motd")).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(
+        r["error"]["message"],
+        "Resource not found: file:///etc/motd"
+    );
+    assert_eq!((reads(&honest), reads(&rival)), (0, 0));
+    let line = logs.line("matches the routes of two owners");
+    assert!(line.contains("files") && line.contains("rival"), "{line}");
+    // Both entries are listed, each its upstream's.
+    let mut uris = listed(&proxy, "resources/list", "resources", "uri").await;
+    uris.sort();
+    assert_eq!(
+        uris,
+        ["file:///etc/motd", "file:///etc/motd", "rival://own"]
+    );
+    let r = send(&proxy, &read_of("rival://own")).await;
+    assert_eq!(r["result"]["contents"][0]["text"], "served by rival", "{r}");
+    // The rival stops listing it: its route goes, the honest one's stays.
+    rival_uris
+        .lock()
+        .unwrap()
+        .retain(|u| *u != "file:///etc/motd");
+    assert!(proxy.sync().await.is_empty());
+    let r = send(&proxy, &read_of("file:///etc/motd")).await;
+    assert_eq!(r["result"]["contents"][0]["text"], "served by files", "{r}");
+    assert_eq!((reads(&honest), reads(&rival)), (1, 1));
+}
+
+/// The first sync lists every upstream at once: one whose lists never
+/// come (each page waits `upstream_timeout`, 300 s) holds up no other,
+/// which is served after its own lists' time, not after that wait.
+#[tokio::test(start_paused = true)]
+async fn an_upstream_that_never_lists_holds_up_no_other_at_the_first_sync() {
+    let stuck = Scripted::new(|req, _| match req["method"].as_str().unwrap_or_default() {
+        "server/discover" => Answer::Result(json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"resources": {}}, "ttlMs": 0
+        })),
+        _ => Answer::Silence,
+    });
+    let files = serving(
+        "files",
+        Arc::new(std::sync::Mutex::new(vec!["file:///a"])),
+        vec![],
+    );
+    let proxy = Proxy::builder(tern_server::Server::builder("proxy", "1.0.0"))
+        .options(tern_proxy::ProxyOptions {
+            upstream_timeout: std::time::Duration::from_secs(300),
+            ..quick()
+        })
+        .upstream("stuck", connect(stuck))
+        .upstream("files", connect(files))
+        .build()
+        .unwrap();
+    let syncing = tokio::spawn({
+        let proxy = proxy.clone();
+        async move { proxy.sync().await }
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(
+        listed(&proxy, "resources/list", "resources", "uri").await,
+        ["file:///a"]
+    );
+    let failed = syncing.await.unwrap();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, "stuck");
 }
