@@ -41,7 +41,9 @@ impl SingleUse {
     }
 
     /// Consumes a business key (for example a redemption code) for `ttl`:
-    /// at most once across every flow and instance sharing the store.
+    /// at most once across every flow and instance sharing the store. The
+    /// key holds a marker in the store for `ttl`: consume only keys your
+    /// service issued, or a peer making keys up fills the store.
     pub async fn consume_key(
         &self,
         namespace: &str,
