@@ -327,25 +327,62 @@ pub struct ResourceDef {
 /// (see [`ResourceDef::owner`]) and its URI or template.
 pub(crate) type RouteKey = (Option<Arc<str>>, String);
 
-impl ResourceDef {
-    pub(crate) fn key(&self) -> RouteKey {
-        (self.owner.clone(), self.uri.clone())
-    }
+/// What resources and templates share: the listing's common fields, the
+/// owner rule and the route's name, `$own` being the one field of the
+/// listing that is the route's own.
+macro_rules! read_route {
+    ($ty:ident, $field:ident, $own:literal) => {
+        impl $ty {
+            pub(crate) fn key(&self) -> RouteKey {
+                (self.owner.clone(), self.$field.clone())
+            }
+
+            /// Sets the description.
+            #[must_use]
+            pub fn description(mut self, d: &str) -> Self {
+                self.entry.insert("description".into(), Value::from(d));
+                self
+            }
+
+            /// Sets the MIME type.
+            #[must_use]
+            pub fn mime_type(mut self, m: &str) -> Self {
+                self.entry.insert("mimeType".into(), Value::from(m));
+                self
+            }
+
+            #[doc = concat!("Lists the route with `entry` as given (see [`ToolDef::listing`]); only `", $own, "` is its own.")]
+            #[must_use]
+            pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
+                entry.insert($own.into(), Value::from(self.$field.as_str()));
+                self.entry = entry;
+                self
+            }
+
+            /// Names who serves this route (a proxy's upstream). A read
+            /// whose URI matches routes of more than one owner is refused
+            /// as not found rather than given to either: one owner cannot
+            /// claim another's URIs with a broader template or the same
+            /// URI.
+            #[must_use]
+            pub fn owner(mut self, owner: &str) -> Self {
+                self.owner = Some(owner.into());
+                self
+            }
+        }
+
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field(stringify!($field), &self.$field)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
 }
 
-impl TemplateDef {
-    pub(crate) fn key(&self) -> RouteKey {
-        (self.owner.clone(), self.template.clone())
-    }
-}
-
-impl std::fmt::Debug for ResourceDef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceDef")
-            .field("uri", &self.uri)
-            .finish_non_exhaustive()
-    }
-}
+read_route!(ResourceDef, uri, "uri");
+read_route!(TemplateDef, template, "uriTemplate");
 
 impl ResourceDef {
     /// A resource at `uri` with a display `name`.
@@ -361,39 +398,6 @@ impl ResourceDef {
             owner: None,
         }
     }
-
-    /// Sets the description.
-    #[must_use]
-    pub fn description(mut self, d: &str) -> Self {
-        self.entry.insert("description".into(), Value::from(d));
-        self
-    }
-
-    /// Sets the MIME type.
-    #[must_use]
-    pub fn mime_type(mut self, m: &str) -> Self {
-        self.entry.insert("mimeType".into(), Value::from(m));
-        self
-    }
-
-    /// Lists the resource with `entry` as given (see [`ToolDef::listing`]);
-    /// only the URI is this resource's own.
-    #[must_use]
-    pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
-        entry.insert("uri".into(), Value::from(self.uri.as_str()));
-        self.entry = entry;
-        self
-    }
-
-    /// Names who serves this route (a proxy's upstream). A read whose URI
-    /// matches routes of more than one owner is refused as not found
-    /// rather than given to either: one owner cannot claim another's URIs
-    /// with a broader template or the same URI.
-    #[must_use]
-    pub fn owner(mut self, owner: &str) -> Self {
-        self.owner = Some(owner.into());
-        self
-    }
 }
 
 /// A resource template (RFC 6570, levels 1 to 3) and how its resources are
@@ -405,14 +409,6 @@ pub struct TemplateDef {
     pub(crate) handler: Arc<dyn ErasedHandler>,
     pub(crate) limits: RouteLimits,
     pub(crate) owner: Option<Arc<str>>,
-}
-
-impl std::fmt::Debug for TemplateDef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TemplateDef")
-            .field("template", &self.template)
-            .finish_non_exhaustive()
-    }
 }
 
 impl TemplateDef {
@@ -428,39 +424,6 @@ impl TemplateDef {
             limits: RouteLimits::default(),
             owner: None,
         }
-    }
-
-    /// Sets the description.
-    #[must_use]
-    pub fn description(mut self, d: &str) -> Self {
-        self.entry.insert("description".into(), Value::from(d));
-        self
-    }
-
-    /// Sets the MIME type.
-    #[must_use]
-    pub fn mime_type(mut self, m: &str) -> Self {
-        self.entry.insert("mimeType".into(), Value::from(m));
-        self
-    }
-
-    /// Lists the template with `entry` as given (see
-    /// [`ToolDef::listing`]); only the template is this one's own.
-    #[must_use]
-    pub fn listing(mut self, mut entry: Map<String, Value>) -> Self {
-        entry.insert("uriTemplate".into(), Value::from(self.template.as_str()));
-        self.entry = entry;
-        self
-    }
-
-    /// Names who serves this route (a proxy's upstream). A read whose URI
-    /// matches routes of more than one owner is refused as not found
-    /// rather than given to either: one owner cannot claim another's URIs
-    /// with a broader template or the same URI.
-    #[must_use]
-    pub fn owner(mut self, owner: &str) -> Self {
-        self.owner = Some(owner.into());
-        self
     }
 
     /// Matches `uri`, returning the variables (RFC 6570 levels 1 to 3,

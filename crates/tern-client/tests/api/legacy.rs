@@ -127,6 +127,27 @@ fn client(t: &Asking, provider: Canned) -> Client {
         .build()
 }
 
+/// Calls `list`, which the server's questions must make fail.
+async fn list_refused(t: &Asking, provider: &Canned) -> Error {
+    client(t, provider.clone())
+        .call_tool("list", obj(json!({})))
+        .await
+        .unwrap_err()
+}
+
+/// The round of each question the provider was asked, in order.
+fn rounds_asked(provider: &Canned) -> Vec<u32> {
+    let asked = provider.asked.lock().unwrap();
+    asked.iter().map(|cx| cx.round).collect()
+}
+
+/// The client's answer to the question past the ceiling: the error the
+/// call ended with, sent to the server as -32603.
+fn refusal_of(answer: &Value, e: &Error) {
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert_eq!(answer["error"]["message"], e.to_string());
+}
+
 #[tokio::test]
 async fn a_thousand_roots_requests_get_the_round_ceiling() {
     // MRTR-C-A3: 10 rounds by default, the call's first request being the
@@ -134,10 +155,7 @@ async fn a_thousand_roots_requests_get_the_round_ceiling() {
     // answers 9 interim results.
     let t = Asking::new(json!({"method": "roots/list"}), 1000);
     let provider = Canned::default();
-    let e = client(&t, provider.clone())
-        .call_tool("list", obj(json!({})))
-        .await
-        .unwrap_err();
+    let e = list_refused(&t, &provider).await;
     assert!(e.is_round_limit(), "{e}");
     assert_eq!(
         e.to_string(),
@@ -148,11 +166,8 @@ async fn a_thousand_roots_requests_get_the_round_ceiling() {
     for a in &answers[..9] {
         assert_eq!(a["result"], json!({"roots": [{"uri": "file:///work"}]}));
     }
-    assert_eq!(answers[9]["error"]["code"], -32603);
-    assert_eq!(answers[9]["error"]["message"], e.to_string());
-    let asked = provider.asked.lock().unwrap();
-    let rounds: Vec<u32> = asked.iter().map(|cx| cx.round).collect();
-    assert_eq!(rounds, (1..=9).collect::<Vec<_>>());
+    refusal_of(&answers[9], &e);
+    assert_eq!(rounds_asked(&provider), (1..=9).collect::<Vec<_>>());
 }
 
 #[tokio::test]
@@ -163,10 +178,7 @@ async fn retries_after_input_required_share_the_call_s_budget() {
     // round 11: nine answers in all, as a modern flow gets.
     let t = Asking::new(json!({"method": "roots/list"}), 4).then_input_required();
     let provider = Canned::default();
-    let e = client(&t, provider.clone())
-        .call_tool("list", obj(json!({})))
-        .await
-        .unwrap_err();
+    let e = list_refused(&t, &provider).await;
     assert_eq!(
         e.to_string(),
         "round limit: the flow needs more than 10 rounds"
@@ -179,9 +191,7 @@ async fn retries_after_input_required_share_the_call_s_budget() {
         retried_with,
         [json!({"again": {"roots": [{"uri": "file:///work"}]}})]
     );
-    let asked = provider.asked.lock().unwrap();
-    let rounds: Vec<u32> = asked.iter().map(|cx| cx.round).collect();
-    assert_eq!(rounds, (1..=9).collect::<Vec<_>>());
+    assert_eq!(rounds_asked(&provider), (1..=9).collect::<Vec<_>>());
 }
 
 #[tokio::test]
@@ -190,10 +200,7 @@ async fn a_retry_s_questions_past_the_call_s_budget_are_refused() {
     // on the retry (7 to 9); the fourth is refused: nine answers in all.
     let t = Asking::new(json!({"method": "roots/list"}), 5).then_input_required();
     let provider = Canned::default();
-    let e = client(&t, provider.clone())
-        .call_tool("list", obj(json!({})))
-        .await
-        .unwrap_err();
+    let e = list_refused(&t, &provider).await;
     assert!(e.is_round_limit(), "{e}");
     assert_eq!(
         e.to_string(),
@@ -202,8 +209,7 @@ async fn a_retry_s_questions_past_the_call_s_budget_are_refused() {
     let answers = t.answers();
     assert_eq!(answers.len(), 9, "eight answers, then the refusal");
     assert!(answers[..8].iter().all(|a| a["result"]["roots"].is_array()));
-    assert_eq!(answers[8]["error"]["code"], -32603);
-    assert_eq!(answers[8]["error"]["message"], e.to_string());
+    refusal_of(&answers[8], &e);
     assert_eq!(t.retried_with.lock().unwrap().len(), 1);
     assert_eq!(provider.asked.lock().unwrap().len(), 9);
 }

@@ -643,11 +643,18 @@ pub(super) async fn open_session(addr: SocketAddr) -> String {
 
 /// Reads SSE events `(id, data)` off a response, comments skipped.
 pub(super) struct Events {
-    pub(super) resp: reqwest::Response,
-    pub(super) buf: String,
+    resp: reqwest::Response,
+    buf: String,
 }
 
 impl Events {
+    pub(super) fn new(resp: reqwest::Response) -> Self {
+        Events {
+            resp,
+            buf: String::new(),
+        }
+    }
+
     pub(super) async fn next(&mut self) -> Option<(String, String)> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
@@ -690,27 +697,32 @@ pub(super) fn get(
     r
 }
 
-#[tokio::test]
-async fn a_legacy_call_outlives_its_stream_and_resumes_after_the_last_event_id() {
-    let (addr, _server) = start_asking().await;
-    let sid = open_session(addr).await;
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+/// Calls `confirm` as request `id` in session `sid`, and reads its stream
+/// up to the server's question: the stream, the question's event id and
+/// the question.
+async fn confirm_asked(addr: SocketAddr, sid: &str, id: u64) -> (Events, String, Value) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                       "params": {"name": "confirm", "arguments": {}}});
-    let resp = legacy_post(addr, "alice", Some(&sid))
+    let resp = legacy_post(addr, "alice", Some(sid))
         .body(call.to_string())
         .send()
         .await
         .unwrap();
-    let mut events = Events {
-        resp,
-        buf: String::new(),
-    };
+    let mut events = Events::new(resp);
     // A priming event, then the server's question, each with an id.
     let (prime, data) = events.next().await.unwrap();
     assert!(prime.ends_with("-0") && data.is_empty(), "{prime} {data}");
     let (asked_at, data) = events.next().await.unwrap();
     let asked: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    (events, asked_at, asked)
+}
+
+#[tokio::test]
+async fn a_legacy_call_outlives_its_stream_and_resumes_after_the_last_event_id() {
+    let (addr, _server) = start_asking().await;
+    let sid = open_session(addr).await;
+    let (events, asked_at, asked) = confirm_asked(addr, &sid, 7).await;
     // The client loses the stream; the call does not end with it.
     drop(events);
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
@@ -723,10 +735,7 @@ async fn a_legacy_call_outlives_its_stream_and_resumes_after_the_last_event_id()
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     let resp = get(addr, &sid, Some(&asked_at)).send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    let mut events = Events {
-        resp,
-        buf: String::new(),
-    };
+    let mut events = Events::new(resp);
     let (id, data) = events.next().await.unwrap();
     let result: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(result["id"], 7, "{result}");
@@ -746,20 +755,7 @@ async fn a_legacy_call_outlives_its_stream_and_resumes_after_the_last_event_id()
 async fn a_cancelled_legacy_call_stops_and_its_question_is_no_longer_answerable() {
     let (addr, _server) = start_asking().await;
     let sid = open_session(addr).await;
-    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
-                      "params": {"name": "confirm", "arguments": {}}});
-    let resp = legacy_post(addr, "alice", Some(&sid))
-        .body(call.to_string())
-        .send()
-        .await
-        .unwrap();
-    let mut events = Events {
-        resp,
-        buf: String::new(),
-    };
-    events.next().await.unwrap();
-    let (asked_at, data) = events.next().await.unwrap();
-    let asked: Value = serde_json::from_str(&data).unwrap();
+    let (mut events, asked_at, asked) = confirm_asked(addr, &sid, 8).await;
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": 8, "reason": "changed my mind"}});
     let r = legacy_post(addr, "alice", Some(&sid))
@@ -772,10 +768,7 @@ async fn a_cancelled_legacy_call_stops_and_its_question_is_no_longer_answerable(
     // for a cancelled request), and resuming it gives nothing more.
     assert_eq!(events.next().await, None);
     let resp = get(addr, &sid, Some(&asked_at)).send().await.unwrap();
-    let mut resumed = Events {
-        resp,
-        buf: String::new(),
-    };
+    let mut resumed = Events::new(resp);
     assert_eq!(resumed.next().await, None);
     // A late answer is accepted on the wire and changes nothing.
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
@@ -794,10 +787,7 @@ async fn the_get_stream_carries_list_changes_and_updates_of_subscribed_resources
     let sid = open_session(addr).await;
     let resp = get(addr, &sid, None).send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    let mut events = Events {
-        resp,
-        buf: String::new(),
-    };
+    let mut events = Events::new(resp);
     let (prime, _) = events.next().await.unwrap();
     assert_eq!(prime, "0-0");
     let sub = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
@@ -827,10 +817,7 @@ async fn the_get_stream_carries_list_changes_and_updates_of_subscribed_resources
     // A new GET resuming after the first event gets the second again, and
     // the old stream ends: each message goes out on one stream only.
     let resp = get(addr, &sid, Some("0-1")).send().await.unwrap();
-    let mut again = Events {
-        resp,
-        buf: String::new(),
-    };
+    let mut again = Events::new(resp);
     let (id, _) = again.next().await.unwrap();
     assert_eq!(id, "0-2");
     server.resource_updated("mem://watched");

@@ -152,10 +152,7 @@ fn call(id: i64, tool: &str, arguments: Value) -> Value {
 async fn asked(addr: SocketAddr, who: &str, sid: &str, id: i64, tool: &str) -> (Events, Value) {
     let resp = post(addr, who, sid, &call(id, tool, json!({}))).await;
     assert_eq!(resp.status(), StatusCode::OK);
-    let mut events = Events {
-        resp,
-        buf: String::new(),
-    };
+    let mut events = Events::new(resp);
     let (_, prime) = events.next().await.unwrap();
     assert_eq!(prime, "");
     let (_, data) = events.next().await.unwrap();
@@ -363,10 +360,7 @@ async fn abandoned_calls_are_capped_per_session_and_give_their_place_back() {
             refused += 1;
         } else {
             assert_eq!(resp.status(), StatusCode::OK);
-            waiting.push(Events {
-                resp,
-                buf: String::new(),
-            });
+            waiting.push(Events::new(resp));
         }
     }
     assert_eq!((waiting.len(), refused), (16, 1484));
