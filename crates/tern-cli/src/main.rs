@@ -25,6 +25,7 @@ mod form;
 mod keys;
 mod otel;
 mod probe;
+mod protect;
 mod provider;
 mod proxy;
 mod safe;
@@ -212,6 +213,14 @@ pub(crate) struct BudgetArgs {
     /// roots) waits for the answer before the call fails (default 600).
     #[arg(long, value_name = "SECS")]
     pub(crate) answer_timeout_secs: Option<u64>,
+    /// The most HTTP connections open at once (default 4096); at the limit
+    /// new ones wait until one closes.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_connections: Option<usize>,
+    /// The most HTTP connections open at once from one IP address (default
+    /// 1024); a further one is closed at once.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_connections_per_address: Option<usize>,
 }
 
 /// Who may call an HTTP endpoint (`tern serve`, `tern proxy`): bearer

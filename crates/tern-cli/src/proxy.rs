@@ -208,13 +208,14 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
                 }
                 let public_url = args.protect.public_url.clone().unwrap_or(listen.clone());
                 let (auth, protected_resource) =
-                    crate::serve::protection(&args.protect, &public_url).await?;
+                    crate::protect::protection(&args.protect, &public_url).await?;
                 let options = HttpOptions {
                     protected_resource,
                     ..HttpOptions::default()
                 };
                 let app = tern::http::router(proxy.server(), options, auth);
-                crate::serve::run_until_interrupted(listener, app).await?;
+                crate::serve::run_until_interrupted(listener, app, &args.budgets, proxy.server())
+                    .await?;
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -2,17 +2,13 @@
 //! the secure defaults of SECURITY.md (a key file and a durable replay
 //! store over HTTP; an ephemeral key and a memory store over stdio).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern::http::{
-    Anonymous, Authenticate, HttpOptions, JwtAuthenticator, JwtKeys, ProtectedResource, TokenFile,
-    TokenTypes,
-};
+use tern::http::HttpOptions;
 use tern::replay::{
     RedisOptions, RedisReplayStore, RedisTaskStore, SqliteOptions, SqliteReplayStore,
     SqliteTaskStore, Synchronous,
@@ -21,7 +17,7 @@ use tern::seal::{KeyFile, MemoryReplayStore, ReplayStore, TaskStore};
 use tern::server::{Config, Server};
 
 use crate::workload::{self, Logins};
-use crate::{BudgetArgs, LogFormat, ProtectArgs, ServeArgs};
+use crate::{BudgetArgs, LogFormat, ServeArgs};
 
 /// The platform data directory: `$XDG_DATA_HOME/tern`, else
 /// `~/.local/share/tern`.
@@ -526,108 +522,6 @@ pub(crate) fn serve_metrics(
     Ok(())
 }
 
-/// The JWT `typ` values `--jwt-typ` accepts besides `at+jwt`.
-fn token_types(given: &[String]) -> TokenTypes {
-    if given.iter().any(|t| t.eq_ignore_ascii_case("any")) {
-        TokenTypes::Any
-    } else if given.is_empty() {
-        TokenTypes::AccessToken
-    } else {
-        TokenTypes::Also(given.to_vec())
-    }
-}
-
-/// The authenticator and resource metadata `--auth` asks for.
-pub(crate) async fn protection(
-    args: &ProtectArgs,
-    public_url: &str,
-) -> Result<(Arc<dyn Authenticate>, Option<ProtectedResource>), String> {
-    let Some(mode) = &args.auth else {
-        return Ok((Arc::new(Anonymous), None));
-    };
-    let mut tool_scopes: HashMap<String, Vec<String>> = HashMap::new();
-    for t in &args.tool_scopes {
-        let (tool, scope) = t
-            .split_once('=')
-            .ok_or_else(|| format!("--tool-scope {t:?}: expected TOOL=SCOPE"))?;
-        tool_scopes
-            .entry(tool.to_owned())
-            .or_default()
-            .push(scope.to_owned());
-    }
-    let mut all: Vec<String> = args.scopes.clone();
-    all.extend(tool_scopes.values().flatten().cloned());
-    all.sort();
-    all.dedup();
-    let issuer = || {
-        args.issuer
-            .clone()
-            .ok_or_else(|| format!("--auth {mode} needs --issuer"))
-    };
-    let jwt = |keys: JwtKeys| -> Result<Arc<dyn Authenticate>, String> {
-        let issuer = issuer()?;
-        let resource = ProtectedResource {
-            resource: public_url.to_owned(),
-            ..ProtectedResource::default()
-        };
-        Ok(Arc::new(
-            JwtAuthenticator::new(keys, &issuer, public_url)
-                .resource_metadata(&resource.metadata_url())
-                // What every request needs; a tool's own scopes come with
-                // its 403, so a client steps up only when it must.
-                .scopes(&args.scopes)
-                .token_types(token_types(&args.jwt_types)),
-        ))
-    };
-    let auth: Arc<dyn Authenticate> = match mode.split_once(':') {
-        Some(("jwks", url)) => {
-            let text = reqwest::get(url)
-                .await
-                .and_then(reqwest::Response::error_for_status)
-                .map_err(|e| format!("cannot fetch the JWKS at {url}: {e}"))?
-                .text()
-                .await
-                .map_err(|e| format!("cannot read the JWKS at {url}: {e}"))?;
-            jwt(JwtAuthenticator::jwks(&text)?)?
-        }
-        Some(("jwks-file", path)) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the JWKS file {path}: {e}"))?;
-            jwt(JwtAuthenticator::jwks(&text)?)?
-        }
-        Some(("hs256-env", var)) => {
-            let secret = std::env::var(var).map_err(|_| format!("--auth: {var} is not set"))?;
-            if secret.len() < 32 {
-                return Err(format!(
-                    "--auth: the secret in {var} must be at least 32 bytes"
-                ));
-            }
-            jwt(JwtKeys::Hs256(secret.into_bytes()))?
-        }
-        Some(("tokens", _)) if !args.jwt_types.is_empty() => {
-            return Err("--jwt-typ applies to JWTs, not to --auth tokens:FILE".to_owned());
-        }
-        Some(("tokens", path)) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the token file {path}: {e}"))?;
-            Arc::new(TokenFile::parse(&text)?)
-        }
-        _ => {
-            return Err(format!(
-                "--auth {mode:?}: expected jwks:URL, jwks-file:PATH, hs256-env:VAR or tokens:FILE"
-            ));
-        }
-    };
-    let metadata = args.issuer.as_ref().map(|iss| ProtectedResource {
-        resource: public_url.to_owned(),
-        authorization_servers: vec![iss.clone()],
-        scopes_supported: all.clone(),
-        required_scopes: args.scopes.clone(),
-        tool_scopes,
-    });
-    Ok((auth, metadata))
-}
-
 /// Binds `addr` and serves until Ctrl-C.
 pub(crate) async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
     tokio::net::TcpListener::bind(addr)
@@ -647,18 +541,19 @@ pub(crate) async fn serve_http(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{local}/mcp"));
-    let (auth, protected_resource) = protection(&args.protect, &public_url).await?;
+    let (auth, protected_resource) = crate::protect::protection(&args.protect, &public_url).await?;
     let options = HttpOptions {
         protected_resource,
         ..HttpOptions::default()
     };
     started(&prepared, args, &public_url);
+    let server = prepared.server.clone();
     let app = tern::http::router(prepared.server, options, auth)
         .merge(workload::login_routes(prepared.logins));
     if args.log_format == LogFormat::Text {
         eprintln!("tern: serving {public_url}");
     }
-    run_until_interrupted(listener, app).await?;
+    run_until_interrupted(listener, app, &args.budgets, server).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -668,19 +563,28 @@ pub(crate) async fn serve_http(
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves `app` on `listener` until Ctrl-C or SIGTERM (`tern serve`,
-/// `tern proxy`): no new connection is taken, those open get
-/// [`SHUTDOWN_GRACE`] to finish, and `run` then flushes the logs.
+/// `tern proxy`), within the connection budgets: no new connection is
+/// taken, those open get [`SHUTDOWN_GRACE`] to finish, and `run` then
+/// flushes the logs.
 pub(crate) async fn run_until_interrupted(
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    budgets: &BudgetArgs,
+    server: Server,
 ) -> Result<(), String> {
+    let defaults = tern::http::ConnectionLimits::default();
+    let limits = tern::http::ConnectionLimits {
+        max_open: budgets.max_connections.unwrap_or(defaults.max_open),
+        max_per_address: budgets
+            .max_connections_per_address
+            .unwrap_or(defaults.max_per_address),
+        ..defaults
+    };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serve = axum::serve(tern::http::CoalescingListener::new(listener), app)
-        .with_graceful_shutdown(async move {
-            stop_requested().await;
-            let _ = stop.send(());
-        })
-        .into_future();
+    let serve = tern::http::serve_router(listener, app, limits, Some(server), async move {
+        stop_requested().await;
+        let _ = stop.send(());
+    });
     tokio::select! {
         r = serve => r.map_err(|e| format!("server failed: {e}")),
         () = async {

@@ -17,7 +17,13 @@ use tern_proto::Principal;
 use crate::server::{Authenticate, Refusal};
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let mut all = headers.get_all(header::AUTHORIZATION).iter();
+    let v = all.next()?.to_str().ok()?;
+    // Two credentials: which one counts would be up to each hop on the
+    // way; neither does.
+    if all.next().is_some() {
+        return None;
+    }
     let (scheme, token) = v.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
@@ -365,7 +371,11 @@ impl Authenticate for JwtAuthenticator {
             return Err(self.refuse(None));
         };
         let claims = self.check(token).map_err(|why| {
-            tracing::info!(reason = %why, "bearer token refused");
+            // The reason may quote the token (the decoder's reading of
+            // its header): kept short, and recorded as a string, which
+            // the log escapes, so a newline in it cannot start a line.
+            let reason: String = why.chars().take(200).collect();
+            tracing::info!(reason = reason.as_str(), "bearer token refused");
             self.refuse(Some("invalid_token"))
         })?;
         let named = |v: Option<String>| v.filter(|s| !s.is_empty());

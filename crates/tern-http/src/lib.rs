@@ -12,6 +12,8 @@ mod auth;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "server")]
+mod conn;
+#[cfg(feature = "server")]
 mod listener;
 #[cfg(feature = "client")]
 pub mod oauth;
@@ -48,6 +50,8 @@ pub use auth::{
     AnyOf, DEFAULT_LEEWAY, DEFAULT_MAX_TOKEN_BYTES, JwtAuthenticator, JwtKeys, TokenFile,
     TokenTypes,
 };
+#[cfg(feature = "server")]
+pub use conn::{ConnectionLimits, serve_router};
 #[cfg(feature = "server")]
 pub use listener::{Coalesced, CoalescingListener};
 #[cfg(feature = "server")]

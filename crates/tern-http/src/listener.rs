@@ -40,13 +40,7 @@ impl axum::serve::Listener for CoalescingListener {
         // Responses go out as soon as they are written (no Nagle delay
         // behind an unacknowledged segment).
         let _ = tcp.set_nodelay(true);
-        (
-            Coalesced {
-                io: tcp,
-                yielded: false,
-            },
-            addr,
-        )
+        (Coalesced::new(tcp), addr)
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -65,6 +59,11 @@ pub struct Coalesced {
 }
 
 impl Coalesced {
+    /// Wraps an accepted connection.
+    pub fn new(io: TcpStream) -> Self {
+        Coalesced { io, yielded: false }
+    }
+
     /// Yields once before a write: waking itself puts this task behind the
     /// ones already queued, which run (and write) before it is polled
     /// again.

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use tern_proto::decode::{Decoded, Message};
 use tern_proto::finish::encode_error;
 use tern_proto::{McpError, Principal};
-use tern_server::{Reply, Server, SessionTable};
+use tern_server::{Reply, Server, SessionTable, ShareLimits, Shares};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -164,6 +164,15 @@ pub struct HttpOptions {
     pub keep_alive: Duration,
     /// Serve as an OAuth protected resource (metadata, scopes).
     pub protected_resource: Option<ProtectedResource>,
+    /// How long a request's body may take to arrive once its head has
+    /// (default 30 s); past it the request gets 408 and nothing of it is
+    /// kept.
+    pub body_timeout: Duration,
+    /// The bytes of request bodies being received at once, per principal
+    /// (default 16 MiB) and in all (default 256 MiB): past either, the
+    /// request gets 429 and what it sent is dropped, so bodies sent slowly
+    /// hold a bounded amount of memory, and one principal's never another's.
+    pub receiving: ShareLimits,
 }
 
 impl Default for HttpOptions {
@@ -175,6 +184,11 @@ impl Default for HttpOptions {
             allow_loopback_origins: true,
             keep_alive: Duration::from_secs(15),
             protected_resource: None,
+            body_timeout: Duration::from_secs(30),
+            receiving: ShareLimits {
+                per_principal: 16 * 1024 * 1024,
+                total: 256 * 1024 * 1024,
+            },
         }
     }
 }
@@ -187,6 +201,8 @@ struct App {
     /// principal presenting its id gets 404), under the server's session
     /// budgets (`Config::sessions`).
     sessions: SessionTable<HttpSession>,
+    /// The bytes of request bodies being received (`HttpOptions::receiving`).
+    receiving: Shares,
 }
 
 /// The `Mcp-Session-Id` header.
@@ -211,6 +227,7 @@ pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>)
         server,
         options,
         auth,
+        receiving: Shares::default(),
     });
     let mut router = Router::new().route(
         &path,
@@ -229,14 +246,17 @@ pub fn router(server: Server, options: HttpOptions, auth: Arc<dyn Authenticate>)
     router.with_state(app)
 }
 
-/// Serves `server` on `listener` until the task is dropped.
+/// Serves `server` on `listener`, within the default
+/// [`ConnectionLimits`](crate::ConnectionLimits), until the task is
+/// dropped.
 pub async fn serve(
     listener: TcpListener,
     server: Server,
     options: HttpOptions,
 ) -> std::io::Result<()> {
-    let listener = crate::CoalescingListener::new(listener);
-    axum::serve(listener, router(server, options, Arc::new(Anonymous))).await
+    let app = router(server.clone(), options, Arc::new(Anonymous));
+    let limits = crate::ConnectionLimits::default();
+    crate::serve_router(listener, app, limits, Some(server), std::future::pending()).await
 }
 
 /// Binds `addr` and serves `server` there; returns the bound address and

@@ -273,12 +273,80 @@ async fn admit(
     if too_large {
         return Err(error_response(&McpError::PayloadTooLarge, None));
     }
-    let Ok(body) = axum::body::to_bytes(body, app.options.max_body).await else {
-        return Err(error_response(&McpError::PayloadTooLarge, None));
-    };
+    let body = receive(app, &principal, body).await?;
     let decoded = app.server.decode(&body);
     check_scopes(app, decoded.as_ref().ok(), granted.as_ref())?;
     Ok((principal, body, decoded))
+}
+
+/// The body, read within `HttpOptions::body_timeout` and under the budget
+/// of bodies being received (`HttpOptions::receiving`), counted as it
+/// arrives: a peer sending bodies slowly, or many at once, holds a bounded
+/// amount of memory for a bounded time, and never another principal's
+/// share. What a refused body sent is dropped at once.
+async fn receive(app: &App, principal: &Principal, body: Body) -> Result<Bytes, Response> {
+    use futures_util::StreamExt as _;
+    let limits = app.options.receiving;
+    let max = app.options.max_body;
+    let mut held = app
+        .receiving
+        .take(principal, 0, limits)
+        .map_err(|full| busy(app, full))?;
+    let mut stream = body.into_data_stream();
+    // Most bodies arrive as one chunk, handed on without a copy.
+    let mut first: Option<Bytes> = None;
+    let mut more = bytes::BytesMut::new();
+    let read = async {
+        let mut len = 0;
+        while let Some(chunk) = stream.next().await {
+            let Ok(chunk) = chunk else {
+                let e = McpError::InvalidRequest("the request body was cut off".into());
+                return Err(error_response(&e, Some(StatusCode::BAD_REQUEST)));
+            };
+            len += chunk.len();
+            if len > max {
+                return Err(error_response(&McpError::PayloadTooLarge, None));
+            }
+            held.grow(chunk.len(), limits)
+                .map_err(|full| busy(app, full))?;
+            match &first {
+                None => first = Some(chunk),
+                Some(f) => {
+                    if more.is_empty() {
+                        more.extend_from_slice(f);
+                    }
+                    more.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(app.options.body_timeout, read).await {
+        Ok(Ok(())) if more.is_empty() => Ok(first.unwrap_or_default()),
+        Ok(Ok(())) => Ok(more.freeze()),
+        Ok(Err(refused)) => Err(refused),
+        Err(_) => {
+            app.server.metrics().limit_reached("body_timeout");
+            let e = McpError::InvalidRequest(format!(
+                "the request body did not arrive within {:?}",
+                app.options.body_timeout
+            ));
+            Err(error_response(&e, Some(StatusCode::REQUEST_TIMEOUT)))
+        }
+    }
+}
+
+/// The 429 of a body past its budget, counted.
+fn busy(app: &App, full: tern_server::Full) -> Response {
+    let (limit, who) = match full {
+        tern_server::Full::Principal => ("body_bytes_per_principal", "for this client"),
+        tern_server::Full::Total => ("body_bytes", "in all"),
+    };
+    app.server.metrics().limit_reached(limit);
+    let e = McpError::InvalidRequest(format!(
+        "too many request bodies are being received {who}; send again shortly"
+    ));
+    error_response(&e, Some(StatusCode::TOO_MANY_REQUESTS))
 }
 
 /// A legacy `initialize` outside a session: the server answers it in a new

@@ -82,8 +82,12 @@ async fn long_requests_are_budgeted_per_principal_and_in_all() {
     // Another principal still gets in, up to the total.
     open.push(listen(addr, "alice").await.unwrap());
     open.push(listen(addr, "bob").await.unwrap());
-    let (status, _) = listen(addr, "carol").await.unwrap_err();
+    let (status, refused) = listen(addr, "carol").await.unwrap_err();
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        refused["error"]["message"],
+        "Invalid request: the server has as many requests running as it takes; try again shortly"
+    );
     assert_eq!(
         server.metrics().limits_reached("requests_per_principal"),
         100

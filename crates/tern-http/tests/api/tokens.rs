@@ -323,3 +323,50 @@ async fn jwks_keys_are_used_only_as_declared() {
     let enc_only = start(JwtAuthenticator::new(jwks(enc), ISSUER, RESOURCE)).await;
     refused(enc_only, &ed_signed(Some("ed"), &c), "encryption key").await;
 }
+
+/// A refused token's reason goes to the log, which a peer could try to
+/// write lines into: the reason is recorded escaped and cut to 200
+/// characters, so nothing in a token starts a line of its own.
+#[tokio::test]
+async fn a_refused_token_cannot_write_lines_into_the_log() {
+    let (logs, _guard) = tern_testkit::logs::Captured::start();
+    let addr = start(hs256_auth()).await;
+    let forged = format!(
+        "x\n2026-01-01T00:00:00.000000Z  INFO tern::serve: FORGED {}",
+        "y".repeat(2_000)
+    );
+    let t = unsigned(&json!({"alg": forged, "typ": "at+jwt"}), &claims(json!({})));
+    refused(addr, &t, "forging").await;
+    let text = logs.text();
+    assert!(!text.lines().any(|l| l.starts_with("2026-01-01")), "{text}");
+    let line = logs.line("bearer token refused");
+    assert!(
+        line.contains(r"x\n2026-01-01") && line.contains("FORGED"),
+        "{line}"
+    );
+    assert!(line.len() < 400, "{line}");
+}
+
+/// Two `Authorization` headers: which one counts would be up to each hop
+/// on the way, so neither does, even when both are valid.
+#[tokio::test]
+async fn two_authorization_headers_are_no_credential() {
+    let addr = start(hs256_auth()).await;
+    let good = token(json!({}));
+    for second in [good.clone(), "junk".to_owned()] {
+        let r = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("authorization", format!("Bearer {good}"))
+            .header("authorization", format!("Bearer {second}"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            r.headers()["www-authenticate"],
+            format!("Bearer resource_metadata=\"{METADATA}\"").as_str()
+        );
+    }
+    served(addr, &good, "one header").await;
+}
