@@ -106,6 +106,7 @@ pub struct Metrics {
     sessions: AtomicI64,
     sessions_closed: Mutex<BTreeMap<&'static str, u64>>,
     limits: Mutex<BTreeMap<&'static str, u64>>,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
     tasks_ended: Mutex<BTreeMap<&'static str, u64>>,
     task_durations: Histogram,
     task_durations_total: AtomicU64,
@@ -137,6 +138,7 @@ impl Default for Metrics {
             sessions: AtomicI64::new(0),
             sessions_closed: Mutex::default(),
             limits: Mutex::default(),
+            refused: Mutex::default(),
             tasks_ended: Mutex::default(),
             task_durations: Histogram::new(TASK_SECONDS, 1e3),
             task_durations_total: AtomicU64::new(0),
@@ -222,6 +224,19 @@ impl Metrics {
         read(&self.limits, limit)
     }
 
+    /// Counts a request a transport refused before the server saw it, for
+    /// `reason` (`origin`, `unauthorized`, `forbidden`,
+    /// `insufficient_scope`, `too_large`): the peer gets one uniform
+    /// refusal per kind; the operator sees why here and in the log.
+    pub fn refused(&self, reason: &'static str) {
+        bump(&self.refused, reason);
+    }
+
+    /// How many requests a transport refused for `reason`.
+    pub fn refusals(&self, reason: &str) -> u64 {
+        read(&self.refused, reason)
+    }
+
     /// Counts a task created (the tasks extension); it is live until
     /// [`Metrics::task_ended`].
     pub(crate) fn task_created(&self) {
@@ -297,6 +312,13 @@ impl Metrics {
             "requestState refusals by reason (the peer sees one uniform error).",
             "reason",
             &self.rejected,
+        );
+        labelled(
+            &mut out,
+            "tern_http_refused_total",
+            "Requests refused by the HTTP transport before the server saw them, by reason.",
+            "reason",
+            &self.refused,
         );
         labelled(
             &mut out,

@@ -209,6 +209,7 @@ pub(super) fn admit_headers(
             .to_str()
             .is_ok_and(|o| origin_allowed(o, &app.options));
         if !ok {
+            app.server.metrics().refused("origin");
             return Err(error_response(
                 &McpError::InvalidRequest("Origin not allowed".into()),
                 Some(StatusCode::FORBIDDEN),
@@ -216,9 +217,15 @@ pub(super) fn admit_headers(
         }
     }
     // Step 3.
-    app.auth
-        .authenticate_scoped(headers)
-        .map_err(Refusal::into_response)
+    app.auth.authenticate_scoped(headers).map_err(|refusal| {
+        let reason = if refusal.status == StatusCode::UNAUTHORIZED {
+            "unauthorized"
+        } else {
+            "forbidden"
+        };
+        app.server.metrics().refused(reason);
+        refusal.into_response()
+    })
 }
 
 /// A token without the scopes a request needs (`decoded`, or none for a
@@ -240,6 +247,7 @@ pub(super) fn check_scopes(
     if missing.is_empty() {
         return Ok(());
     }
+    app.server.metrics().refused("insufficient_scope");
     let mut needed: Vec<String> = granted.clone();
     needed.extend(missing);
     let challenge = crate::auth::challenge(
@@ -271,6 +279,7 @@ async fn admit(
         .and_then(|v| v.parse::<usize>().ok())
         .is_some_and(|n| n > app.options.max_body);
     if too_large {
+        app.server.metrics().refused("too_large");
         return Err(error_response(&McpError::PayloadTooLarge, None));
     }
     let body = receive(app, &principal, body).await?;
@@ -305,6 +314,7 @@ async fn receive(app: &App, principal: &Principal, body: Body) -> Result<Bytes, 
             };
             len += chunk.len();
             if len > max {
+                app.server.metrics().refused("too_large");
                 return Err(error_response(&McpError::PayloadTooLarge, None));
             }
             held.grow(chunk.len(), limits)

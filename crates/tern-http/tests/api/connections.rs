@@ -200,3 +200,29 @@ async fn connections_are_budgeted_per_address_and_in_all() {
     let (status, ok) = response(&mut waiting).await.unwrap();
     assert_eq!(status, 200, "{ok}");
 }
+
+/// Refusals before the server sees a request are counted by reason
+/// (`tern_http_refused_total`), the peer seeing only the refusal.
+#[tokio::test]
+async fn refusals_at_the_door_are_counted_by_reason() {
+    let (addr, server) = start(ConnectionLimits::default(), HttpOptions::default()).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let head = "POST /mcp HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\n\
+                connection: close\r\ncontent-length: 999999999\r\n\r\n";
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let (status, _) = response(&mut tcp).await.unwrap();
+    assert_eq!(status, 413);
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let head = "POST /mcp HTTP/1.1\r\nhost: t\r\norigin: https://evil.example\r\n\
+                connection: close\r\ncontent-length: 2\r\n\r\n{}";
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let (status, _) = response(&mut tcp).await.unwrap();
+    assert_eq!(status, 403);
+    assert_eq!(server.metrics().refusals("too_large"), 1);
+    assert_eq!(server.metrics().refusals("origin"), 1);
+    let text = server.metrics().render_prometheus();
+    assert!(
+        text.contains("tern_http_refused_total{reason=\"origin\"} 1"),
+        "{text}"
+    );
+}
