@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -183,34 +184,87 @@ impl UserAgent for Browser {
                 eprintln!("Open this link in your browser:");
             }
             eprintln!("  {}", crate::safe::url(authorization_url));
-            let (tx, mut rx) = mpsc::channel::<String>(1);
-            let redirect = self.redirect_uri();
-            let app = axum::Router::new().route(
-                "/callback",
-                axum::routing::get(move |uri: axum::http::Uri| {
-                    let tx = tx.clone();
-                    let back = format!("{redirect}?{}", uri.query().unwrap_or_default());
-                    async move {
-                        let _ = tx.send(back).await;
+            // The state sent is what tells the person's redirect from any
+            // other local process's request to this port.
+            let state = reqwest::Url::parse(authorization_url)
+                .ok()
+                .and_then(|u| {
+                    u.query_pairs()
+                        .find(|(k, _)| k == "state")
+                        .map(|(_, v)| v.into_owned())
+                })
+                .ok_or_else(|| Error::unauthorized("the authorization URL carries no state"))?;
+            wait_for_redirect(listener, self.redirect_uri(), state, SIGN_IN_WAIT).await
+        })
+    }
+}
+
+/// How many requests to the redirect listener without the sign-in's
+/// `state` are answered `400` before the sign-in gives up: enough for a
+/// reloaded tab or a stale one, few enough that a local process cannot keep
+/// the listener busy for the whole wait.
+const MAX_STRAY_REDIRECTS: u32 = 16;
+
+/// Serves `/callback` on `listener` until the redirect carrying `state`
+/// comes back (its URL, spelled with `redirect`), `wait` runs out, or more
+/// than [`MAX_STRAY_REDIRECTS`] others have come. Another local process can
+/// reach a loopback port too: a request without the right `state` is
+/// answered `400` and does not end the sign-in.
+async fn wait_for_redirect(
+    listener: tokio::net::TcpListener,
+    redirect: String,
+    state: String,
+    wait: Duration,
+) -> Result<String, Error> {
+    let (tx, mut rx) = mpsc::channel::<Result<String, Error>>(1);
+    let strays = Arc::new(AtomicU32::new(0));
+    let app = axum::Router::new().route(
+        "/callback",
+        axum::routing::get(move |uri: axum::http::Uri| {
+            let tx = tx.clone();
+            let strays = strays.clone();
+            let back = format!("{redirect}?{}", uri.query().unwrap_or_default());
+            let right = reqwest::Url::parse(&back).is_ok_and(|u| {
+                u.query_pairs()
+                    .any(|(k, v)| k == "state" && v == state.as_str())
+            });
+            async move {
+                if right {
+                    let _ = tx.send(Ok(back)).await;
+                    return (
+                        axum::http::StatusCode::OK,
                         axum::response::Html(
                             "<!doctype html><title>tern</title><p>Signed in. You can close this tab and return to the terminal.</p>",
-                        )
-                    }
-                }),
-            );
-            let server = tokio::spawn(async move { axum::serve(listener, app).await });
-            let back = tokio::time::timeout(SIGN_IN_WAIT, rx.recv()).await;
-            // Let the page reach the browser before the listener goes.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            server.abort();
-            match back {
-                Ok(Some(url)) => Ok(url),
-                _ => Err(Error::unauthorized(format!(
-                    "no sign-in came back within {} minutes",
-                    SIGN_IN_WAIT.as_secs() / 60
-                ))),
+                        ),
+                    );
+                }
+                if strays.fetch_add(1, Ordering::Relaxed) + 1 > MAX_STRAY_REDIRECTS {
+                    let _ = tx
+                        .send(Err(Error::unauthorized(format!(
+                            "more than {MAX_STRAY_REDIRECTS} requests reached the sign-in redirect without its state; giving up"
+                        ))))
+                        .await;
+                }
+                (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    axum::response::Html(
+                        "<!doctype html><title>tern</title><p>This is not the sign-in tern is waiting for.</p>",
+                    ),
+                )
             }
-        })
+        }),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let back = tokio::time::timeout(wait, rx.recv()).await;
+    // Let the page reach the browser before the listener goes.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.abort();
+    match back {
+        Ok(Some(outcome)) => outcome,
+        _ => Err(Error::unauthorized(format!(
+            "no sign-in came back within {} minutes",
+            wait.as_secs() / 60
+        ))),
     }
 }
 
@@ -429,4 +483,58 @@ pub(crate) fn logout(url: &str) -> Result<ExitCode, String> {
         println!("no sign-in was kept for {endpoint}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Serves a redirect listener waiting for `state` "s3cret"; the address
+    /// to reach it at, and the sign-in's outcome.
+    async fn listening() -> (String, tokio::task::JoinHandle<Result<String, Error>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let redirect = format!("{base}/callback");
+        let wait = tokio::spawn(wait_for_redirect(
+            listener,
+            redirect,
+            "s3cret".into(),
+            Duration::from_secs(20),
+        ));
+        (base, wait)
+    }
+
+    async fn status_of(url: &str) -> u16 {
+        reqwest::get(url).await.unwrap().status().as_u16()
+    }
+
+    #[tokio::test]
+    async fn stray_redirects_are_refused_and_the_sign_in_goes_on() {
+        let (base, wait) = listening().await;
+        for stray in ["state=forged&code=evil", "code=evil", "error=access_denied"] {
+            assert_eq!(status_of(&format!("{base}/callback?{stray}")).await, 400);
+        }
+        let back = format!("{base}/callback?code=c0de&state=s3cret");
+        assert_eq!(status_of(&back).await, 200);
+        assert_eq!(wait.await.unwrap().unwrap(), back);
+    }
+
+    #[tokio::test]
+    async fn sixteen_stray_redirects_are_borne_and_the_seventeenth_ends_the_sign_in() {
+        let (base, wait) = listening().await;
+        for _ in 0..MAX_STRAY_REDIRECTS {
+            assert_eq!(status_of(&format!("{base}/callback?state=no")).await, 400);
+        }
+        assert!(!wait.is_finished(), "sixteen strays do not end it");
+        assert_eq!(status_of(&format!("{base}/callback?state=no")).await, 400);
+        let err = wait.await.unwrap().unwrap_err();
+        assert!(err.is_unauthorized(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            Error::unauthorized(
+                "more than 16 requests reached the sign-in redirect without its state; giving up"
+            )
+            .to_string()
+        );
+    }
 }

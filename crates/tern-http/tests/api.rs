@@ -9,5 +9,6 @@ mod api {
     mod running;
     mod server;
     mod sessions;
+    mod signin;
     mod tokens;
 }

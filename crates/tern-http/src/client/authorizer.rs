@@ -4,6 +4,8 @@
 use http::{HeaderMap, HeaderValue, StatusCode};
 use tern_client::{BoxFuture, Error};
 
+use crate::oauth::Attempts;
+
 /// A credential source the transport consults around every `POST` (DIGEST
 /// §8): before it, for the `Authorization` header, and after a `401` or
 /// `403`, to decide whether the same message goes again.
@@ -20,10 +22,13 @@ pub(crate) trait Authorizer: Send + Sync + std::fmt::Debug {
     /// Answers a `401` or `403` from `endpoint` (its status and headers,
     /// which carry the challenge): `true` once a new credential is held and
     /// the same message should go again, `false` when the refusal stands.
+    /// `attempts` is one message's, kept across its refusals, so that the
+    /// sign-ins and refreshes one message causes stay bounded.
     fn answer<'a>(
         &'a self,
         endpoint: &'a str,
         status: StatusCode,
         headers: &'a HeaderMap,
+        attempts: &'a mut Attempts,
     ) -> BoxFuture<'a, Result<bool, Error>>;
 }

@@ -49,6 +49,7 @@ impl Core {
         mcp: Option<&McpHeaders>,
     ) -> Result<reqwest::Response, Error> {
         let mut challenges = 0;
+        let mut attempts = crate::oauth::Attempts::default();
         let (resp, in_session) = loop {
             if let Some(a) = &self.authorizer {
                 a.ready(self.url.as_str()).await;
@@ -74,7 +75,10 @@ impl Core {
                 // again, a bounded number of times.
                 Some(a) if refused && challenges < 4 => {
                     challenges += 1;
-                    if !a.answer(self.url.as_str(), status, resp.headers()).await? {
+                    if !a
+                        .answer(self.url.as_str(), status, resp.headers(), &mut attempts)
+                        .await?
+                    {
                         break (resp, in_session);
                     }
                 }

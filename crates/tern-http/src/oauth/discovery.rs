@@ -5,7 +5,9 @@
 use serde::Deserialize;
 use tern_client::Error;
 
-use super::{Challenge, OAuth, auth_error, parse_url};
+use super::{
+    Challenge, DISCOVERY_TIMEOUT, MAX_METADATA_BYTES, OAuth, auth_error, parse_url, read_capped,
+};
 
 /// The protected resource's metadata (RFC 9728 §2), what this client uses
 /// of it.
@@ -80,16 +82,14 @@ impl OAuth {
             .http
             .get(url)
             .header(http::header::ACCEPT, "application/json")
+            .timeout(DISCOVERY_TIMEOUT)
             .send()
             .await
             .map_err(|e| Error::transport_from(format!("GET {url} failed"), e))?;
         if !resp.status().is_success() {
             return Ok(None);
         }
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| Error::transport_from(format!("GET {url} broke off"), e))?;
+        let body = read_capped(resp, MAX_METADATA_BYTES, &format!("the metadata at {url}")).await?;
         serde_json::from_slice(&body)
             .map(Some)
             .map_err(|e| auth_error(format!("{url} is not valid metadata: {e}")))
@@ -104,6 +104,20 @@ impl OAuth {
     ) -> Result<ResourceMetadata, Error> {
         let mut tried = Vec::new();
         if let Some(url) = &challenge.resource_metadata {
+            // The challenge comes from the server, which may name any URL:
+            // only its own origin, or https (on plain http elsewhere the
+            // metadata could be swapped in transit; other schemes and hosts
+            // reachable only over plain http, such as cloud metadata
+            // services, are never fetched for it).
+            let u = parse_url(url, "the challenge's resource_metadata")?;
+            let same_origin = u.origin() == endpoint.origin();
+            let https =
+                u.scheme() == "https" || (u.scheme() == "http" && self.options.allow_insecure_http);
+            if !same_origin && !https {
+                return Err(auth_error(format!(
+                    "the challenge's resource_metadata {url} is neither on https nor on the server's origin"
+                )));
+            }
             tried.push(url.clone());
         } else {
             let origin = origin_of(endpoint);
@@ -157,7 +171,12 @@ impl OAuth {
                         m.issuer
                     )));
                 }
-                for endpoint in [&m.authorization_endpoint, &m.token_endpoint] {
+                // The registration endpoint receives the client's metadata
+                // and answers its secret: as much in need of https.
+                let endpoints = [&m.authorization_endpoint, &m.token_endpoint]
+                    .into_iter()
+                    .chain(m.registration_endpoint.as_ref());
+                for endpoint in endpoints {
                     let u = parse_url(endpoint, "an endpoint")?;
                     if !secure_enough(&u, self.options.allow_insecure_http) {
                         return Err(auth_error(format!("{endpoint} is not on https")));

@@ -2,29 +2,89 @@
 //! parameter (RFC 8707), the checks of the redirect (`state`, RFC 9207
 //! `iss`), the token endpoint and refreshing.
 
-use std::collections::{BTreeSet, HashMap};
-use std::time::Duration;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
 use tern_client::Error;
 
 use super::discovery::{ResourceMetadata, ServerMetadata};
 use super::register::Registered;
-use super::{Challenge, OAuth, StoredToken, auth_error, parse_url};
+use super::{
+    Challenge, MAX_ACCESS_TOKEN_BYTES, MAX_TOKEN_ANSWER_BYTES, OAuth, StoredToken, TOKEN_TIMEOUT,
+    auth_error, parse_url, read_capped,
+};
+
+/// The shortest lifetime believed: 0 would have the token expired as it
+/// arrives. A short one is refreshed before use, at most once per message.
+const MIN_LIFETIME: u64 = 1;
+/// The longest lifetime believed.
+const MAX_LIFETIME: u64 = 365 * 24 * 3600;
 
 #[derive(Clone, Debug, Deserialize)]
 struct TokenResponse {
     access_token: String,
     #[serde(default)]
     token_type: Option<String>,
+    /// Any JSON: a negative, fractional or quoted lifetime is unknown, not
+    /// a failed sign-in.
     #[serde(default)]
-    expires_in: Option<u64>,
+    expires_in: Option<Value>,
     #[serde(default)]
     refresh_token: Option<String>,
+}
+
+impl TokenResponse {
+    /// When the access token stops being used: `now` plus `expires_in`
+    /// held to [`MIN_LIFETIME`, `MAX_LIFETIME`]; `None` (used until
+    /// refused) when the lifetime is missing or not a count of seconds.
+    fn expires_at(&self, now: u64) -> Option<u64> {
+        let secs = match self.expires_in.as_ref()? {
+            Value::Number(n) => n.as_u64()?,
+            Value::String(s) => s.trim().parse::<u64>().ok()?,
+            _ => return None,
+        };
+        Some(now.saturating_add(secs.clamp(MIN_LIFETIME, MAX_LIFETIME)))
+    }
+}
+
+/// The access token is sent as `Bearer <token>` in every request, so it
+/// must be an RFC 6750 token68 (`1*( ALPHA / DIGIT / "-" / "." / "_" / "~"
+/// / "+" / "/" ) *"="`) of bounded length: anything else could not be sent,
+/// or would smuggle header text.
+fn check_access_token(token: &str) -> Result<(), Error> {
+    if token.len() > MAX_ACCESS_TOKEN_BYTES {
+        return Err(auth_error(format!(
+            "the access token is over {MAX_ACCESS_TOKEN_BYTES} bytes"
+        )));
+    }
+    let body = token.trim_end_matches('=');
+    let token68 = !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
+    if !token68 {
+        return Err(auth_error(
+            "the access token holds characters a Bearer header cannot carry",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the protected resource `resource` covers `endpoint` (RFC 9728
+/// §3.3, AUTH-C6): the same origin, and a path equal to the endpoint's or
+/// a prefix of it ending at a `/`, so `/alice` covers `/alice/mcp` but not
+/// `/alice-evil/mcp`.
+fn covers(resource: &reqwest::Url, endpoint: &reqwest::Url) -> bool {
+    let base = resource.path().trim_end_matches('/');
+    let path = endpoint.path();
+    let under = path.trim_end_matches('/') == base
+        || path
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'));
+    resource.origin() == endpoint.origin() && under
 }
 
 fn random_token(n: usize) -> Result<String, Error> {
@@ -43,13 +103,8 @@ impl OAuth {
     ) -> Result<StoredToken, Error> {
         let url = parse_url(endpoint, "the server")?;
         let prm = self.resource_metadata(&url, challenge).await?;
-        // The metadata must be for this server (RFC 9728 §3.3): same origin,
-        // and the endpoint under its path.
         let resource = parse_url(&prm.resource, "the protected resource")?;
-        let under = url
-            .path()
-            .starts_with(resource.path().trim_end_matches('/'));
-        if resource.origin() != url.origin() || !under {
+        if !covers(&resource, &url) {
             return Err(auth_error(format!(
                 "the protected resource metadata is for {}, not {endpoint}",
                 prm.resource
@@ -104,10 +159,11 @@ impl OAuth {
         let t = self.token_request(&m, &client, &mut form).await?;
         Ok(StoredToken {
             resource: endpoint.to_owned(),
+            resource_indicator: Some(prm.resource.clone()),
             issuer: m.issuer.clone(),
+            expires_at: t.expires_at((self.options.now)()),
             access_token: t.access_token,
             refresh_token: t.refresh_token,
-            expires_at: t.expires_in.map(|s| (self.options.now)() + s),
             scopes: scopes.into_iter().collect(),
             client_id: client.client_id,
             client_secret: client.client_secret,
@@ -182,12 +238,12 @@ impl OAuth {
             )
             .header(http::header::ACCEPT, "application/json")
             .body(body)
-            .timeout(Duration::from_secs(30))
+            .timeout(TOKEN_TIMEOUT)
             .send()
             .await
             .map_err(|e| Error::transport_from("the token request failed", e))?;
         let status = resp.status();
-        let bytes = resp.bytes().await.unwrap_or_default();
+        let bytes = read_capped(resp, MAX_TOKEN_ANSWER_BYTES, "the token answer").await?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
             auth_error(format!(
                 "the token endpoint answered garbage (HTTP {status})"
@@ -205,6 +261,7 @@ impl OAuth {
         {
             return Err(auth_error("the token is not a bearer token"));
         }
+        check_access_token(&t.access_token)?;
         Ok(t)
     }
 
@@ -222,13 +279,18 @@ impl OAuth {
         let mut form = vec![
             ("grant_type", "refresh_token".to_owned()),
             ("refresh_token", refresh.clone()),
-            ("resource", t.resource.clone()),
+            (
+                "resource",
+                t.resource_indicator
+                    .clone()
+                    .unwrap_or_else(|| t.resource.clone()),
+            ),
         ];
         let r = self.token_request(&m, &client, &mut form).await?;
         let fresh = StoredToken {
+            expires_at: r.expires_at((self.options.now)()),
             access_token: r.access_token,
             refresh_token: r.refresh_token.or(Some(refresh)),
-            expires_at: r.expires_in.map(|s| (self.options.now)() + s),
             ..t.clone()
         };
         if let Some(store) = &self.options.store {

@@ -13,6 +13,11 @@
 //! `error="insufficient_scope"` re-authorizes with the union of scopes, a
 //! bounded number of times. Tokens are refreshed before they expire.
 //!
+//! Everything read comes from the server or a server it names, so each read
+//! is bounded: documents and answers by size and time, the access token by
+//! size and alphabet, token lifetimes by a floor and a ceiling, and the
+//! sign-ins and refreshes one message may cause (SECURITY.md, "Signing in").
+//!
 //! Where the person's browser comes in is a [`UserAgent`]: `tern login`
 //! opens the browser and listens on a loopback port; a test may follow the
 //! authorization server's redirect itself.
@@ -28,7 +33,7 @@ mod register;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
@@ -43,8 +48,15 @@ use register::Registered;
 /// A token as stored: for one resource, from one authorization server.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct StoredToken {
-    /// The protected resource (`resource` of its metadata).
+    /// The MCP endpoint the token is for, as the transport spells it: the
+    /// key it is stored under.
     pub resource: String,
+    /// The `resource` parameter (RFC 8707) the authorization request sent:
+    /// the protected resource metadata's `resource`, unchanged. A refresh
+    /// sends it again, as the code exchange did (AUTH-C6). Absent in tokens
+    /// kept before it was recorded; their refresh sends `resource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_indicator: Option<String>,
     /// The authorization server's issuer.
     pub issuer: String,
     /// The bearer token.
@@ -82,6 +94,10 @@ pub struct ClientRegistration {
     pub client_id: Option<String>,
     /// Its secret, for a confidential client.
     pub client_secret: Option<String>,
+    /// The authorization server (`issuer`) the pre-registered client belongs
+    /// to. Unset, it is the first one this client signs in at: the id and
+    /// secret are never sent to another (AUTH-C11).
+    pub client_issuer: Option<String>,
     /// The https URL of this client's metadata document, used as the client
     /// id where the server supports Client ID Metadata Documents.
     pub metadata_url: Option<String>,
@@ -137,6 +153,16 @@ impl OAuthOptions {
     }
 }
 
+/// What one request's refusals have led to so far: a server refusing every
+/// token must not make one request sign in, or refresh, again and again.
+#[derive(Debug, Default)]
+pub(crate) struct Attempts {
+    /// A sign-in (interactive, or a step-up) happened for this request.
+    signed_in: bool,
+    /// A refresh happened for this request.
+    refreshed: bool,
+}
+
 /// A client's sign-in state for one endpoint: the token in use, the client
 /// registered at each authorization server, the scopes granted so far.
 pub struct OAuth {
@@ -157,6 +183,9 @@ struct State {
     /// another (authorization-server migration).
     clients: HashMap<String, Registered>,
     step_ups: u32,
+    /// The issuer the pre-registered client was first used at, when none is
+    /// configured.
+    pre_registered_at: Option<String>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -183,6 +212,52 @@ fn auth_error(what: impl Into<String>) -> Error {
 
 fn parse_url(s: &str, what: &str) -> Result<reqwest::Url, Error> {
     reqwest::Url::parse(s).map_err(|_| auth_error(format!("{what} is not a URL: {s:?}")))
+}
+
+/// The most read of a metadata document or a registration answer: real
+/// ones are a few KiB, and a peer streaming more must not fill memory.
+pub(crate) const MAX_METADATA_BYTES: usize = 64 * 1024;
+/// The most read of a token endpoint's answer.
+pub(crate) const MAX_TOKEN_ANSWER_BYTES: usize = 64 * 1024;
+/// The longest access token kept: it goes in every request's header.
+pub(crate) const MAX_ACCESS_TOKEN_BYTES: usize = 16 * 1024;
+/// How long one discovery or registration request may take, body included:
+/// a peer trickling a byte a second must not hold the sign-in.
+pub(crate) const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a token request may take, body included.
+pub(crate) const TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Reads `resp`'s body, refusing one over `max` bytes: at once when its
+/// `Content-Length` says so, else as soon as the bytes read pass it.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    max: usize,
+    what: &str,
+) -> Result<bytes::Bytes, Error> {
+    let over = || auth_error(format!("{what} is over {max} bytes"));
+    if resp
+        .content_length()
+        .is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX))
+    {
+        return Err(over());
+    }
+    let mut buf = bytes::BytesMut::new();
+    loop {
+        let chunk = resp.chunk().await.map_err(|e| {
+            if e.is_timeout() {
+                Error::transport_from(format!("{what} did not arrive in time"), e)
+            } else {
+                Error::transport_from(format!("{what} broke off"), e)
+            }
+        })?;
+        let Some(chunk) = chunk else {
+            return Ok(buf.freeze());
+        };
+        if buf.len() + chunk.len() > max {
+            return Err(over());
+        }
+        buf.extend_from_slice(&chunk);
+    }
 }
 
 impl OAuth {
@@ -254,6 +329,20 @@ impl OAuth {
         status: StatusCode,
         challenge: Option<Challenge>,
     ) -> Result<bool, Error> {
+        self.answer_within(endpoint, status, challenge, &mut Attempts::default())
+            .await
+    }
+
+    /// [`answer`](OAuth::answer) for one of a message's refusals: false
+    /// also for a `401` refusing the token a sign-in for this same message
+    /// obtained, and at most one refresh per message.
+    pub(crate) async fn answer_within(
+        &self,
+        endpoint: &str,
+        status: StatusCode,
+        challenge: Option<Challenge>,
+        attempts: &mut Attempts,
+    ) -> Result<bool, Error> {
         let _one = self.flow.lock().await;
         let challenge = challenge.unwrap_or_default();
         let previous = self.lock().token.clone();
@@ -272,6 +361,10 @@ impl OAuth {
             if let Some(t) = &previous {
                 scopes.extend(t.scopes.iter().cloned());
             }
+        } else if attempts.signed_in {
+            // The token just issued is refused: signing in again would
+            // only ask the person for the same thing.
+            return Ok(false);
         } else if let Some(kept) = self.kept_since(endpoint, previous.as_ref()) {
             // Another run signed in meanwhile (`tern login`): its token is
             // tried before a sign-in of our own.
@@ -289,15 +382,17 @@ impl OAuth {
                     .is_ok_and(|prm| !prm.authorization_servers.contains(&t.issuer)),
                 Err(_) => false,
             };
-            if !migrated
-                && t.refresh_token.is_some()
-                && let Ok(fresh) = self.refresh(t).await
-                && fresh.access_token != t.access_token
-            {
-                return Ok(true);
+            if !migrated && !attempts.refreshed && t.refresh_token.is_some() {
+                attempts.refreshed = true;
+                if let Ok(fresh) = self.refresh(t).await
+                    && fresh.access_token != t.access_token
+                {
+                    return Ok(true);
+                }
             }
             self.forget(&t.resource);
         }
+        attempts.signed_in = true;
         let token = self.sign_in(endpoint, &challenge, scopes).await?;
         if let Some(store) = &self.options.store {
             store.save(&token);
@@ -321,8 +416,11 @@ impl Authorizer for OAuth {
         endpoint: &'a str,
         status: StatusCode,
         headers: &'a HeaderMap,
+        attempts: &'a mut Attempts,
     ) -> BoxFuture<'a, Result<bool, Error>> {
         let challenge = Challenge::from_headers(headers);
-        Box::pin(OAuth::answer(self, endpoint, status, challenge))
+        Box::pin(OAuth::answer_within(
+            self, endpoint, status, challenge, attempts,
+        ))
     }
 }

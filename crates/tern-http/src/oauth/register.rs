@@ -6,7 +6,7 @@ use serde_json::Value;
 use tern_client::Error;
 
 use super::discovery::{ServerMetadata, url_is_loopback};
-use super::{OAuth, auth_error};
+use super::{DISCOVERY_TIMEOUT, MAX_METADATA_BYTES, OAuth, auth_error, read_capped};
 
 #[derive(Clone, Debug)]
 pub(super) struct Registered {
@@ -23,6 +23,7 @@ impl OAuth {
         }
         let reg = &self.options.registration;
         let registered = if let Some(id) = &reg.client_id {
+            self.pre_registered_for(id, &m.issuer)?;
             Registered {
                 client_id: id.clone(),
                 client_secret: reg.client_secret.clone(),
@@ -46,6 +47,30 @@ impl OAuth {
             .clients
             .insert(m.issuer.clone(), registered.clone());
         Ok(registered)
+    }
+
+    /// Refuses to use the pre-registered client `id` at `issuer` unless it
+    /// belongs there: the configured issuer, else the first issuer it was
+    /// used at by this client. A
+    /// resource naming another authorization server must not receive the
+    /// id and secret (AUTH-C11: credentials are never reused with another
+    /// authorization server).
+    fn pre_registered_for(&self, id: &str, issuer: &str) -> Result<(), Error> {
+        let bound = self
+            .options
+            .registration
+            .client_issuer
+            .clone()
+            .or_else(|| self.lock().pre_registered_at.clone());
+        match bound {
+            Some(b) if b != issuer => Err(auth_error(format!(
+                "the pre-registered client {id:?} is for {b:?}; the resource now names {issuer:?}, which is not sent its credentials"
+            ))),
+            _ => {
+                self.lock().pre_registered_at = Some(issuer.to_owned());
+                Ok(())
+            }
+        }
     }
 
     async fn register(&self, endpoint: &str, m: &ServerMetadata) -> Result<Registered, Error> {
@@ -80,16 +105,18 @@ impl OAuth {
             .post(endpoint)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(body.to_string())
+            .timeout(DISCOVERY_TIMEOUT)
             .send()
             .await
             .map_err(|e| Error::transport_from(format!("registration at {endpoint} failed"), e))?;
         let status = resp.status();
-        let text = resp.bytes().await.unwrap_or_default();
         if !status.is_success() {
             return Err(auth_error(format!(
                 "registration at {endpoint} answered HTTP {status}"
             )));
         }
+        let what = format!("the registration answer of {endpoint}");
+        let text = read_capped(resp, MAX_METADATA_BYTES, &what).await?;
         let v: Value = serde_json::from_slice(&text)
             .map_err(|_| auth_error(format!("registration at {endpoint} answered garbage")))?;
         let client_id = v["client_id"]

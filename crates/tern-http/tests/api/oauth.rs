@@ -20,9 +20,38 @@ use tern_client::{BoxFuture, Client, EraPolicy, Error};
 use tern_http::oauth::{OAuthOptions, StoredToken, TokenStore, UserAgent};
 use tern_http::{HttpClientOptions, HttpTransport};
 
-/// How the authorization server misbehaves.
+/// A document the test server serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
+pub(super) enum Doc {
+    ResourceMetadata,
+    ServerMetadata,
+    Registration,
+    Token,
+}
+
+/// How a padded body is sent: with its `Content-Length`, or streamed in
+/// 4 KiB chunks without one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Delivery {
+    Sized,
+    Streamed,
+}
+
+/// Where a `401`'s `resource_metadata` points instead of the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Points {
+    /// A cloud metadata service on plain http.
+    Ssrf,
+    /// A local file.
+    File,
+    /// The same port at `localhost` rather than `127.0.0.1`: another
+    /// origin, on plain http.
+    OtherOrigin,
+}
+
+/// How the authorization server misbehaves.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Fault {
     /// Everything right: the control case.
     None,
     /// The metadata document names another issuer (AUTH-C5).
@@ -41,11 +70,25 @@ enum Fault {
     NoPkce,
     /// The MCP endpoint asks for no token at all.
     Unprotected,
+    /// `Doc` padded with spaces to exactly this many bytes.
+    Big(Doc, usize, Delivery),
+    /// The resource metadata trickles a space a second, forever.
+    TrickleResourceMetadata,
+    /// These fields replace the token answer's.
+    TokenFields(Value),
+    /// The resource metadata's `resource` is the origin plus this path.
+    Resource(&'static str),
+    /// The challenge's `resource_metadata` points elsewhere.
+    ChallengePoints(Points),
+    /// The registration endpoint is on plain non-loopback http.
+    PlainHttpRegistration,
+    /// The MCP endpoint refuses every token with `401`.
+    Forever401,
 }
 
 /// How the person's browser comes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Back {
+pub(super) enum Back {
     Right,
     WrongState,
     WrongIss,
@@ -55,11 +98,36 @@ enum Back {
 }
 
 #[derive(Clone)]
-struct App {
-    base: String,
+pub(super) struct App {
+    pub(super) base: String,
     fault: Fault,
     /// Token requests seen.
-    token_requests: Arc<Mutex<u32>>,
+    pub(super) token_requests: Arc<Mutex<u32>>,
+    /// The form of each token request, in order.
+    pub(super) token_forms: Arc<Mutex<Vec<HashMap<String, String>>>>,
+    /// Requests the MCP endpoint saw, and registrations.
+    pub(super) mcp_requests: Arc<AtomicUsize>,
+    pub(super) registrations: Arc<AtomicUsize>,
+}
+
+impl App {
+    /// The named field of each token request, in order.
+    pub(super) fn token_field(&self, name: &str) -> Vec<String> {
+        self.token_forms
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|f| f.get(name).cloned().unwrap_or_default())
+            .collect()
+    }
+
+    /// The access token the token endpoint hands out.
+    fn issued(&self) -> String {
+        match &self.fault {
+            Fault::TokenFields(v) => v["access_token"].as_str().unwrap_or("good-token").into(),
+            _ => "good-token".into(),
+        }
+    }
 }
 
 fn json_ok(v: Value) -> Response {
@@ -71,16 +139,54 @@ fn json_ok(v: Value) -> Response {
         .into_response()
 }
 
+/// `v`, padded with spaces to `len` bytes when `app`'s fault says so for
+/// `doc`.
+fn serve(app: &App, doc: Doc, v: Value) -> Response {
+    let Fault::Big(which, len, delivery) = app.fault else {
+        return json_ok(v);
+    };
+    if which != doc {
+        return json_ok(v);
+    }
+    let mut body = v.to_string().into_bytes();
+    assert!(body.len() <= len, "{doc:?} is longer than {len} already");
+    body.resize(len, b' ');
+    let body = match delivery {
+        Delivery::Sized => axum::body::Body::from(body),
+        Delivery::Streamed => {
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+                body.chunks(4096).map(|c| Ok(c.to_vec())).collect();
+            axum::body::Body::from_stream(futures_util::stream::iter(chunks))
+        }
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
 async fn mcp(State(app): State<App>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    app.mcp_requests.fetch_add(1, Ordering::Relaxed);
     let authorized = app.fault == Fault::Unprotected
-        || headers
-            .get(header::AUTHORIZATION)
-            .is_some_and(|v| v == "Bearer good-token");
+        || (app.fault != Fault::Forever401
+            && headers
+                .get(header::AUTHORIZATION)
+                .is_some_and(|v| v.as_bytes() == format!("Bearer {}", app.issued()).as_bytes()));
     if !authorized {
-        let challenge = format!(
-            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="mcp""#,
-            app.base
-        );
+        let port = app.base.rsplit(':').next().unwrap_or_default();
+        let metadata = match app.fault {
+            Fault::ChallengePoints(Points::Ssrf) => {
+                "http://169.254.169.254/latest/meta-data/".to_owned()
+            }
+            Fault::ChallengePoints(Points::File) => "file:///etc/passwd".to_owned(),
+            Fault::ChallengePoints(Points::OtherOrigin) => {
+                format!("http://localhost:{port}/.well-known/oauth-protected-resource/mcp")
+            }
+            _ => format!("{}/.well-known/oauth-protected-resource/mcp", app.base),
+        };
+        let challenge = format!(r#"Bearer resource_metadata="{metadata}", scope="mcp""#);
         return (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, challenge)],
@@ -97,16 +203,38 @@ async fn mcp(State(app): State<App>, headers: HeaderMap, body: axum::body::Bytes
 }
 
 async fn resource_metadata(State(app): State<App>) -> Response {
+    if app.fault == Fault::TrickleResourceMetadata {
+        let trickle = futures_util::stream::unfold((), |()| async {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            Some((Ok::<_, std::io::Error>(b" ".to_vec()), ()))
+        });
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            axum::body::Body::from_stream(trickle),
+        )
+            .into_response();
+    }
     let issuer = if app.fault == Fault::PlainHttpIssuer {
         "http://auth.example.test".to_owned()
     } else {
         app.base.clone()
     };
-    json_ok(json!({
-        "resource": format!("{}/mcp", app.base),
+    let resource = match app.fault {
+        Fault::Resource(path) => format!("{}{path}", app.base),
+        _ => format!("{}/mcp", app.base),
+    };
+    let v = json!({
+        "resource": resource,
         "authorization_servers": [issuer],
         "scopes_supported": ["mcp"]
-    }))
+    });
+    serve(&app, Doc::ResourceMetadata, v)
+}
+
+async fn register(State(app): State<App>) -> Response {
+    app.registrations.fetch_add(1, Ordering::Relaxed);
+    serve(&app, Doc::Registration, json!({"client_id": "dcr-client"}))
 }
 
 async fn server_metadata(State(app): State<App>) -> Response {
@@ -125,30 +253,47 @@ async fn server_metadata(State(app): State<App>) -> Response {
     } else {
         json!(["S256"])
     };
-    json_ok(json!({
+    let registration = if app.fault == Fault::PlainHttpRegistration {
+        "http://auth.example.test/register".to_owned()
+    } else {
+        format!("{}/register", app.base)
+    };
+    let v = json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{endpoints}/authorize"),
         "token_endpoint": format!("{endpoints}/token"),
+        "registration_endpoint": registration,
         "code_challenge_methods_supported": pkce,
         "token_endpoint_auth_methods_supported": ["none"],
         "authorization_response_iss_parameter_supported": true
-    }))
+    });
+    serve(&app, Doc::ServerMetadata, v)
 }
 
-async fn token(State(app): State<App>) -> Response {
+async fn token(State(app): State<App>, body: axum::body::Bytes) -> Response {
     *app.token_requests.lock().unwrap() += 1;
-    match app.fault {
+    let form = url::form_urlencoded::parse(&body).into_owned().collect();
+    app.token_forms.lock().unwrap().push(form);
+    let mut answer = json!({
+        "access_token": "good-token", "token_type": "Bearer", "expires_in": 3600,
+        "refresh_token": "refresh-me"
+    });
+    match &app.fault {
         Fault::GarbageToken => (StatusCode::OK, "<html>oops</html>").into_response(),
         Fault::TokenWithoutAccessToken => {
             json_ok(json!({"token_type": "Bearer", "expires_in": 60}))
         }
-        _ => json_ok(json!({
-            "access_token": "good-token", "token_type": "Bearer", "expires_in": 3600
-        })),
+        Fault::TokenFields(fields) => {
+            for (k, v) in fields.as_object().unwrap() {
+                answer[k] = v.clone();
+            }
+            json_ok(answer)
+        }
+        _ => serve(&app, Doc::Token, answer),
     }
 }
 
-async fn start(fault: Fault) -> App {
+pub(super) async fn start(fault: Fault) -> App {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
         .unwrap();
@@ -156,6 +301,9 @@ async fn start(fault: Fault) -> App {
         base: format!("http://{}", listener.local_addr().unwrap()),
         fault,
         token_requests: Arc::default(),
+        token_forms: Arc::default(),
+        mcp_requests: Arc::default(),
+        registrations: Arc::default(),
     };
     let router = Router::new()
         .route("/mcp", post(mcp))
@@ -168,6 +316,7 @@ async fn start(fault: Fault) -> App {
             get(server_metadata),
         )
         .route("/token", post(token))
+        .route("/register", post(register))
         .with_state(app.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
     app
@@ -177,6 +326,8 @@ async fn start(fault: Fault) -> App {
 struct Browser {
     back: Back,
     issuer: String,
+    /// Sign-ins it was taken through.
+    sign_ins: Arc<AtomicUsize>,
 }
 
 impl UserAgent for Browser {
@@ -190,6 +341,7 @@ impl UserAgent for Browser {
         issuer: &'a str,
     ) -> BoxFuture<'a, Result<String, Error>> {
         Box::pin(async move {
+            self.sign_ins.fetch_add(1, Ordering::Relaxed);
             assert_eq!(
                 issuer, self.issuer,
                 "the issuer shown is the one discovered"
@@ -226,8 +378,8 @@ impl UserAgent for Browser {
 
 /// Tokens by resource, and how often the client read them.
 #[derive(Default)]
-struct Tokens {
-    kept: Mutex<HashMap<String, StoredToken>>,
+pub(super) struct Tokens {
+    pub(super) kept: Mutex<HashMap<String, StoredToken>>,
     loads: AtomicUsize,
 }
 
@@ -249,7 +401,7 @@ impl TokenStore for Tokens {
 
 /// Runs `discover` against the protected endpoint; the outcome and the
 /// tokens stored.
-async fn sign_in(app: &App, back: Back) -> (Result<(), Error>, Arc<Tokens>) {
+pub(super) async fn sign_in(app: &App, back: Back) -> (Result<(), Error>, Arc<Tokens>) {
     let tokens = Arc::new(Tokens::default());
     let outcome = sign_in_with(app, back, tokens.clone()).await;
     (outcome, tokens)
@@ -261,13 +413,28 @@ async fn sign_in_with(app: &App, back: Back, tokens: Arc<Tokens>) -> Result<(), 
 
 /// A client of `app`'s MCP endpoint keeping its tokens in `store`.
 fn client(app: &App, back: Back, store: Arc<dyn TokenStore>) -> Client {
+    client_with(app, back, store, &Arc::default(), |_| {})
+}
+
+/// A client of `app`'s MCP endpoint keeping its tokens in `store`,
+/// counting the sign-ins its browser is taken through in `sign_ins`, with
+/// `tweak` applied to its options (a pre-registered client id otherwise).
+pub(super) fn client_with(
+    app: &App,
+    back: Back,
+    store: Arc<dyn TokenStore>,
+    sign_ins: &Arc<AtomicUsize>,
+    tweak: impl FnOnce(&mut OAuthOptions),
+) -> Client {
     let browser = Browser {
         back,
         issuer: app.base.clone(),
+        sign_ins: sign_ins.clone(),
     };
     let mut oauth = OAuthOptions::new("tern-tests", Arc::new(browser));
     oauth.registration.client_id = Some("pre-registered".into());
     oauth.store = Some(store);
+    tweak(&mut oauth);
     let options = HttpClientOptions {
         oauth: Some(oauth),
         ..HttpClientOptions::default()
@@ -276,8 +443,8 @@ fn client(app: &App, back: Back, store: Arc<dyn TokenStore>) -> Client {
     Client::builder(transport).era(EraPolicy::Modern).build()
 }
 
-async fn refused(fault: Fault, back: Back) -> (String, App) {
-    let app = start(fault).await;
+pub(super) async fn refused(fault: Fault, back: Back) -> (String, App) {
+    let app = start(fault.clone()).await;
     let (outcome, tokens) = sign_in(&app, back).await;
     let err = outcome.expect_err("the sign-in must fail");
     assert!(err.is_unauthorized(), "{fault:?}/{back:?}: {err}");
@@ -375,6 +542,7 @@ async fn after_a_move_to_another_authorization_server_the_old_one_gets_no_refres
     let tokens = Arc::new(Tokens::default());
     tokens.save(&StoredToken {
         resource: resource.clone(),
+        resource_indicator: None,
         issuer: old.base.clone(),
         access_token: "stale".into(),
         refresh_token: Some("old-refresh".into()),
@@ -431,6 +599,7 @@ fn written_later(app: &App, access_token: &str) -> Arc<WrittenLater> {
     let store = Arc::new(WrittenLater(Tokens::default()));
     store.0.save(&StoredToken {
         resource: format!("{}/mcp", app.base),
+        resource_indicator: None,
         issuer: app.base.clone(),
         access_token: access_token.into(),
         refresh_token: None,
