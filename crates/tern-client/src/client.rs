@@ -26,7 +26,7 @@ use crate::era::{Connection, EraPolicy};
 use crate::options::CallOptions;
 use crate::provider::{InputProvider, NoInput};
 use crate::race::cancellable;
-use crate::transport::{OutboundNotification, OutboundRequest, Transport};
+use crate::transport::{OutboundNotification, OutboundRequest, ServerTime, Transport};
 use crate::xmh::{self, HeaderParam};
 
 /// Builds a [`Client`].
@@ -597,15 +597,14 @@ impl Client {
     ) -> Result<Map<String, Value>, Error> {
         let id = out.id.clone();
         let wait = self.inner.request_timeout;
-        let mut deadline = tokio::time::Instant::now() + wait;
+        let mut clock = ServerTime::new(&*self.inner.transport, wait);
         let silent = || Error::timeout(format!("no response to {} within {wait:?}", call.method));
-        let mut frames = tokio::time::timeout_at(deadline, self.inner.transport.request(out))
+        let mut frames = clock
+            .within(self.inner.transport.request(out))
             .await
-            .map_err(|_| silent())??;
+            .ok_or_else(silent)??;
         loop {
-            let frame = tokio::time::timeout_at(deadline, frames.next())
-                .await
-                .map_err(|_| silent())?;
+            let frame = clock.within(frames.next()).await.ok_or_else(silent)?;
             let Some(frame) = frame else {
                 return Err(Error::transport(format!(
                     "the response stream of {} ended without a response",
@@ -639,7 +638,7 @@ impl Client {
                         // Boxed: answering holds a provider's future,
                         // which the modern path never needs to carry.
                         Box::pin(self.serve_request(call, r, budget, headers)).await?;
-                        deadline += began.elapsed();
+                        clock.deadline += began.elapsed();
                     }
                 },
             }

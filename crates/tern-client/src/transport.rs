@@ -112,6 +112,14 @@ pub trait Transport: Send + Sync + 'static {
     fn mirrors_headers(&self) -> bool {
         false
     }
+
+    /// The time this transport has spent so far waiting on the person, an
+    /// interactive sign-in's included while it lasts: the client's request
+    /// timeout bounds the server's time, not the person's, so it does not
+    /// count this.
+    fn person_time(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
@@ -129,6 +137,50 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn mirrors_headers(&self) -> bool {
         (**self).mirrors_headers()
+    }
+    fn person_time(&self) -> std::time::Duration {
+        (**self).person_time()
+    }
+}
+
+/// The deadline of one request's exchange. The request timeout bounds the
+/// server's time only: the time the transport spends waiting on the person
+/// (an interactive sign-in) moves the deadline on as it passes, as the
+/// caller moves it on for the time spent answering the server's own
+/// requests (CANC-7).
+pub(crate) struct ServerTime<'a> {
+    transport: &'a dyn Transport,
+    /// When the server's time is up, unless the person's moves it on.
+    pub(crate) deadline: tokio::time::Instant,
+    /// The transport's [`Transport::person_time`] already added.
+    counted: std::time::Duration,
+}
+
+impl<'a> ServerTime<'a> {
+    pub(crate) fn new(transport: &'a dyn Transport, wait: std::time::Duration) -> Self {
+        ServerTime {
+            transport,
+            deadline: tokio::time::Instant::now() + wait,
+            counted: transport.person_time(),
+        }
+    }
+
+    /// Awaits `fut` until the deadline, moved on by the person's time
+    /// meanwhile; `None` once the server's time is up.
+    pub(crate) async fn within<T>(&mut self, fut: impl Future<Output = T>) -> Option<T> {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            if let Ok(done) = tokio::time::timeout_at(self.deadline, &mut fut).await {
+                return Some(done);
+            }
+            let spent = self.transport.person_time();
+            let more = spent.saturating_sub(self.counted);
+            if more.is_zero() {
+                return None;
+            }
+            self.counted = spent;
+            self.deadline += more;
+        }
     }
 }
 

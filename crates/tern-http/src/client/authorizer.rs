@@ -31,4 +31,8 @@ pub(crate) trait Authorizer: Send + Sync + std::fmt::Debug {
         headers: &'a HeaderMap,
         attempts: &'a mut Attempts,
     ) -> BoxFuture<'a, Result<bool, Error>>;
+
+    /// The time spent so far in the person's hands (a browser sign-in),
+    /// which the client's request timeout does not count.
+    fn person_time(&self) -> std::time::Duration;
 }

@@ -151,6 +151,13 @@ impl HttpTransport {
 }
 
 impl Transport for HttpTransport {
+    fn person_time(&self) -> Duration {
+        self.core
+            .authorizer
+            .as_ref()
+            .map_or(Duration::ZERO, |a| a.person_time())
+    }
+
     fn request(&self, request: OutboundRequest) -> BoxFuture<'_, Result<Frames, Error>> {
         Box::pin(async move {
             if self.core.in_session() {

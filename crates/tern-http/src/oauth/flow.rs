@@ -143,11 +143,14 @@ impl OAuth {
                 q.append_pair("scope", &scope);
             }
         }
-        let back = self
-            .options
-            .agent
-            .authorize(authorize.as_str(), &m.issuer)
-            .await?;
+        let back = {
+            // The request timeout counts the server's time, not this.
+            let _person = self.in_browser();
+            self.options
+                .agent
+                .authorize(authorize.as_str(), &m.issuer)
+                .await?
+        };
         let code = check_redirect(&back, &state, &m)?;
         let mut form = vec![
             ("grant_type", "authorization_code".to_owned()),

@@ -186,6 +186,23 @@ struct State {
     /// The issuer the pre-registered client was first used at, when none is
     /// configured.
     pre_registered_at: Option<String>,
+    /// The time the person has spent in the browser, sign-ins ended.
+    person_spent: Duration,
+    /// When the sign-in in the browser now began, if one is under way.
+    person_since: Option<tokio::time::Instant>,
+}
+
+/// A sign-in in the person's hands, from its start until it drops (done,
+/// failed or abandoned): its time is the person's, not the server's.
+pub(super) struct InBrowser<'a>(&'a OAuth);
+
+impl Drop for InBrowser<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        if let Some(since) = s.person_since.take() {
+            s.person_spent += since.elapsed();
+        }
+    }
 }
 
 impl std::fmt::Debug for OAuth {
@@ -273,6 +290,20 @@ impl OAuth {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks the start of the person's part of a sign-in (one at a time:
+    /// `flow`), until the returned guard drops.
+    pub(super) fn in_browser(&self) -> InBrowser<'_> {
+        self.lock().person_since = Some(tokio::time::Instant::now());
+        InBrowser(self)
+    }
+
+    /// The time the person has spent signing in, the sign-in under way
+    /// included.
+    pub fn person_time(&self) -> Duration {
+        let s = self.lock();
+        s.person_spent + s.person_since.map_or(Duration::ZERO, |t| t.elapsed())
     }
 
     /// Loads the stored token for `endpoint` the first time, and refreshes
@@ -422,5 +453,9 @@ impl Authorizer for OAuth {
         Box::pin(OAuth::answer_within(
             self, endpoint, status, challenge, attempts,
         ))
+    }
+
+    fn person_time(&self) -> Duration {
+        OAuth::person_time(self)
     }
 }

@@ -90,6 +90,8 @@ pub(super) enum Fault {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Back {
     Right,
+    /// Right, after the person took this long.
+    RightAfter(std::time::Duration),
     WrongState,
     WrongIss,
     /// An `error` with a wrong `iss`: the error text must not be shown
@@ -355,8 +357,13 @@ impl UserAgent for Browser {
             let enc =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let iss = enc(issuer);
+            if let Back::RightAfter(took) = self.back {
+                tokio::time::sleep(took).await;
+            }
             Ok(match self.back {
-                Back::Right => format!("{}?code=c0de&state={state}&iss={iss}", self.redirect_uri()),
+                Back::Right | Back::RightAfter(_) => {
+                    format!("{}?code=c0de&state={state}&iss={iss}", self.redirect_uri())
+                }
                 Back::WrongState => {
                     format!("{}?code=c0de&state=forged&iss={iss}", self.redirect_uri())
                 }
@@ -426,6 +433,17 @@ pub(super) fn client_with(
     sign_ins: &Arc<AtomicUsize>,
     tweak: impl FnOnce(&mut OAuthOptions),
 ) -> Client {
+    builder_with(app, back, store, sign_ins, tweak).build()
+}
+
+/// [`client_with`]'s builder, for a test's own client settings.
+pub(super) fn builder_with(
+    app: &App,
+    back: Back,
+    store: Arc<dyn TokenStore>,
+    sign_ins: &Arc<AtomicUsize>,
+    tweak: impl FnOnce(&mut OAuthOptions),
+) -> tern_client::ClientBuilder {
     let browser = Browser {
         back,
         issuer: app.base.clone(),
@@ -440,7 +458,7 @@ pub(super) fn client_with(
         ..HttpClientOptions::default()
     };
     let transport = HttpTransport::with_options(&format!("{}/mcp", app.base), options).unwrap();
-    Client::builder(transport).era(EraPolicy::Modern).build()
+    Client::builder(transport).era(EraPolicy::Modern)
 }
 
 pub(super) async fn refused(fault: Fault, back: Back) -> (String, App) {
@@ -453,6 +471,25 @@ pub(super) async fn refused(fault: Fault, back: Back) -> (String, App) {
         "{fault:?}/{back:?}: no token may be stored"
     );
     (err.to_string(), app)
+}
+
+/// The request timeout bounds the server's time: a person who takes
+/// longer than it to sign in still gets the answer, while a server as slow
+/// as that would have failed the request (SECURITY.md, "Signing in").
+#[tokio::test]
+async fn the_person_s_time_in_the_browser_is_not_the_server_s() {
+    let app = start(Fault::None).await;
+    let slow = Back::RightAfter(std::time::Duration::from_millis(1_500));
+    let client = builder_with(
+        &app,
+        slow,
+        Arc::new(Tokens::default()),
+        &Arc::default(),
+        |_| {},
+    )
+    .request_timeout(std::time::Duration::from_millis(500))
+    .build();
+    client.discover().await.expect("signed in, then answered");
 }
 
 #[tokio::test]
