@@ -7,8 +7,8 @@ LOAD_TARGET="${LOAD_TARGET:-/tmp/mrtr-load-target}"
 TERN="$ROOT/target/release/tern"
 BIN="$LOAD_TARGET/release"
 
-# Builds tern (release, the one profile) and the load generator (outside
-# the repo).
+# Builds tern (the release profile, which is shipped and measured; tests
+# use dev) and the load generator (outside the repo).
 build_all() {
   [ -d "$LOAD" ] || { echo "bench: no load generator at $LOAD (set SHARED)" >&2; exit 2; }
   (cd "$ROOT" && cargo build --release --quiet --workspace --all-features --bins)

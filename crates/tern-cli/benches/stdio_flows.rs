@@ -1,8 +1,8 @@
 //! `tern serve --stdio` over a pipe: complete `deploy` flows (round 1 asks
 //! a form and the roots with sealed state, round 2 answers), one at a time
 //! (`c1`) and eight in flight (`c8`), measured per flow. The server is the
-//! real binary as a child process, so this is the stdio figure of the
-//! README's performance section.
+//! real binary as a child process, so this is the stdio figure of
+//! bench/README.md ("The stages").
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
