@@ -200,7 +200,13 @@ impl Streams {
                 Some(log) => {
                     log.reader += 1;
                     match after {
-                        Some(n) => (log.reader, n + 1, None),
+                        // An id past the stream's last event replays
+                        // nothing and waits for events after it; at
+                        // u64::MAX no event comes after it (a stream ends
+                        // long before 2^64 events), so saturating keeps
+                        // that answer instead of wrapping to a replay of
+                        // everything.
+                        Some(n) => (log.reader, n.saturating_add(1), None),
                         // A fresh GET stream starts with what comes next,
                         // primed with the id of the last event so far.
                         None if stream == GET_STREAM => {
@@ -294,6 +300,24 @@ mod tests {
         assert_eq!(parse_event_id(&format!("{a}-1")), Some((a, 1)));
         assert_eq!(parse_event_id("x-1"), None);
         assert_eq!(parse_event_id("7"), None);
+    }
+
+    #[tokio::test]
+    async fn a_last_event_id_at_the_top_of_u64_replays_nothing() {
+        // Like any id past the stream's last event: nothing kept is
+        // replayed, nothing pushed later is sent, and the reader ends with
+        // the stream. n + 1 had wrapped to 0 (a replay of everything) in
+        // release and panicked in debug.
+        let ka = Duration::from_secs(60);
+        for n in [u64::MAX, u64::MAX - 1, 5] {
+            let streams = Arc::new(Streams::default());
+            let a = streams.open(None);
+            streams.push(a, b"{\"a\":1}", false);
+            let reader = streams.clone().read(a, Some(n), ka);
+            streams.push(a, b"{\"a\":2}", false);
+            streams.push(a, b"{\"a\":3}", true);
+            assert_eq!(collect(reader).await, Vec::<String>::new(), "after {n}");
+        }
     }
 
     #[tokio::test]
