@@ -249,6 +249,10 @@ pub struct SqliteReplayStore {
     jobs: mpsc::Sender<Job>,
     path: PathBuf,
     synchronous: Synchronous,
+    /// The worker's committed transactions, so a test can tell one group
+    /// commit from a commit per job.
+    #[cfg(test)]
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// One request to the worker thread, with the channel for its answer.
@@ -280,15 +284,21 @@ impl SqliteReplayStore {
         let path = path.as_ref().to_path_buf();
         let conn = open_connection(&path, &options, SCHEMA)?;
         let (jobs, queue) = mpsc::channel();
+        #[cfg(test)]
+        let commits = std::sync::Arc::default();
         let mut worker = Worker {
             conn,
             purge: Purge::new(&options),
+            #[cfg(test)]
+            commits: std::sync::Arc::clone(&commits),
         };
         spawn_worker("tern-replay-sqlite", &path, move || worker.run(&queue))?;
         Ok(Self {
             jobs,
             path,
             synchronous: options.synchronous,
+            #[cfg(test)]
+            commits,
         })
     }
 
@@ -454,6 +464,9 @@ fn configure(path: &Path, options: &SqliteOptions, schema: &str) -> rusqlite::Re
 struct Worker {
     conn: Connection,
     purge: Purge,
+    /// Shared with the store handle; see [`SqliteReplayStore`]'s field.
+    #[cfg(test)]
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Starts a store's worker thread, which owns its connection.
@@ -576,6 +589,9 @@ impl Worker {
             }
             for job in batch.drain(..) {
                 let done = self.execute(&job);
+                // Outside a transaction, each job's statement commits on
+                // its own.
+                self.committed();
                 self.maybe_purge();
                 job.answer(done);
             }
@@ -601,7 +617,16 @@ impl Worker {
             let _ = self.conn.execute_batch("ROLLBACK");
             return None;
         }
+        self.committed();
         Some(done)
+    }
+
+    /// Counts one committed transaction where a test can see it; nothing
+    /// outside tests.
+    fn committed(&self) {
+        #[cfg(test)]
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn execute(&mut self, job: &Job) -> Done {
@@ -723,6 +748,63 @@ pub(crate) fn unix_millis() -> Result<i64, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::sync::atomic::Ordering;
+
+    /// A directory of its own under the system temp dir, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let path = std::env::temp_dir()
+                .join(format!("tern-replay-unit-{}-{name}", std::process::id()));
+            std::fs::create_dir_all(&path).expect("temp dir is writable");
+            Self(path)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[tokio::test]
+    async fn queued_consumes_share_one_transaction() {
+        let dir = Scratch::new("group-commit");
+        let db = dir.0.join("replay.db");
+        let options = SqliteOptions::default().busy_timeout(Duration::from_secs(10));
+        let store = SqliteReplayStore::open(&db, options).expect("opens");
+        // Another connection holds the write lock for a moment, so the jobs
+        // queue up behind it.
+        let holder = Connection::open(&db).expect("second connection");
+        holder
+            .execute_batch("BEGIN IMMEDIATE")
+            .expect("takes the write lock");
+        let release = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            holder.execute_batch("ROLLBACK").expect("releases the lock");
+        });
+        let keys: Vec<_> = (0..64)
+            .map(|i| ConsumeKey::business("tern-replay/unit", &i.to_string()))
+            .collect();
+        let ttl = Duration::from_secs(600);
+        let answers =
+            futures_util::future::join_all(keys.iter().map(|&k| store.consume(k, ttl))).await;
+        release.join().expect("holder thread");
+        assert!(
+            answers.iter().all(|a| *a == Ok(Consumed::FirstUse)),
+            "{answers:?}"
+        );
+        // The worker may take the first job before the others are queued;
+        // every later one is queued while it waits for the lock, and all of
+        // them go in the next transaction. A commit per job would be 64.
+        let commits = store.commits.load(Ordering::Relaxed);
+        assert!(
+            (1..=2).contains(&commits),
+            "64 consumes in {commits} transactions"
+        );
+    }
 
     #[test]
     fn millis_round_up_and_saturate() {

@@ -360,8 +360,12 @@ fn hold_write_lock(db: &std::path::Path) -> std::thread::JoinHandle<()> {
     })
 }
 
+/// Through a batch, each caller gets its own key's answer. That the batch
+/// was one transaction is counted by the unit test
+/// `sqlite::tests::queued_consumes_share_one_transaction`, which sees the
+/// worker's commits.
 #[tokio::test]
-async fn queued_consumes_are_committed_together_each_with_its_own_answer() {
+async fn queued_consumes_each_get_their_own_answer_from_a_batch() {
     let dir = TempDir::new();
     let db = dir.path().join("replay.db");
     let store = patient(&db);
