@@ -4,6 +4,9 @@
 //! Every rejection Tern sends goes through [`McpError`], so the code, the
 //! message and the status cannot drift apart between transports.
 
+use std::borrow::Cow;
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use tern_types::{ClientCapabilities, ErrorCode, ErrorObject};
 
@@ -118,6 +121,31 @@ pub enum McpError {
         /// `message`.
         elicitations: Vec<Value>,
     },
+    /// A limit was reached and the request was refused before it ran:
+    /// retry later (-31003, HTTP 429; issue 52). The one refusal for load
+    /// and budgets, on every transport: `-32600` says "malformed, do not
+    /// retry", which these are not.
+    #[error("{message}")]
+    Busy {
+        /// The limit's short stable name, as `tern_limit_reached_total`
+        /// counts it (`data.limit`).
+        limit: Cow<'static, str>,
+        /// One short sentence.
+        message: String,
+        /// When to try again, where known (`data.retryAfterMs`, and over
+        /// HTTP `Retry-After`).
+        retry_after: Option<Duration>,
+    },
+    /// Something the request waited for did not come in time: the client's
+    /// answer, in-task answers, the body (-31004, HTTP 200, or 408 for a
+    /// body, where the transport says so).
+    #[error("{message}")]
+    Timeout {
+        /// The deadline's short stable name (`data.limit`).
+        limit: Cow<'static, str>,
+        /// One short sentence.
+        message: String,
+    },
     /// An application error with a code outside the reserved range (ERR-5).
     #[error("{message}")]
     Application {
@@ -144,6 +172,28 @@ impl McpError {
         McpError::InvalidParams {
             message: message.into(),
             data: None,
+        }
+    }
+
+    /// A busy refusal (-31003, HTTP 429): `limit` names it, `retry_after`
+    /// says when to come back where that is known.
+    pub fn busy(
+        limit: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+        retry_after: Option<Duration>,
+    ) -> Self {
+        McpError::Busy {
+            limit: limit.into(),
+            message: message.into(),
+            retry_after,
+        }
+    }
+
+    /// A timeout (-31004): `limit` names the deadline that passed.
+    pub fn timeout(limit: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        McpError::Timeout {
+            limit: limit.into(),
+            message: message.into(),
         }
     }
 
@@ -179,6 +229,8 @@ impl McpError {
                 ErrorCode::INTERNAL_ERROR
             }
             McpError::Application { code, .. } => *code,
+            McpError::Busy { .. } => ErrorCode::BUSY,
+            McpError::Timeout { .. } => ErrorCode::TIMEOUT,
             McpError::UrlElicitationRequired { .. } => ErrorCode(-32042),
         }
     }
@@ -195,7 +247,11 @@ impl McpError {
             | McpError::MissingCapability { .. } => 400,
             McpError::MethodNotFound { .. } => 404,
             McpError::PayloadTooLarge => 413,
+            // The one place a busy refusal gets its status, on every path
+            // (the transport adds `Retry-After` from the error's data).
+            McpError::Busy { .. } => 429,
             McpError::InvalidParams { .. }
+            | McpError::Timeout { .. }
             | McpError::InvalidState
             | McpError::TooManyRounds
             | McpError::Internal(_)
@@ -208,6 +264,17 @@ impl McpError {
 
     /// The error object sent to the peer.
     pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            McpError::Busy {
+                limit,
+                message,
+                retry_after,
+            } => return ErrorObject::busy(limit.clone(), message.clone(), *retry_after),
+            McpError::Timeout { limit, message } => {
+                return ErrorObject::timeout(limit.clone(), message.clone());
+            }
+            _ => {}
+        }
         let message = self.to_string();
         let data = match self {
             McpError::HeaderMismatch {
@@ -334,6 +401,31 @@ mod tests {
                 "Internal error",
                 Some(json!({"correlationId": "c0ffee"}))
             )
+        );
+    }
+
+    #[test]
+    fn a_busy_refusal_is_minus_31003_and_429_and_a_timeout_minus_31004() {
+        // Issue 52: load and budgets are "busy, retry later", never -32600.
+        let e = McpError::busy(
+            "requests",
+            "try again shortly",
+            Some(Duration::from_secs(1)),
+        );
+        assert_eq!((e.code(), e.http_status()), (ErrorCode(-31003), 429));
+        let obj = e.to_error_object();
+        assert_eq!(
+            (obj.message.as_str(), obj.data),
+            (
+                "try again shortly",
+                Some(json!({"limit": "requests", "retryAfterMs": 1000}))
+            )
+        );
+        let e = McpError::timeout("client_answer", "the client did not answer in time");
+        assert_eq!((e.code(), e.http_status()), (ErrorCode(-31004), 200));
+        assert_eq!(
+            e.to_error_object().data,
+            Some(json!({"limit": "client_answer"}))
         );
     }
 

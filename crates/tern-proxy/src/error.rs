@@ -20,11 +20,6 @@ pub const UPSTREAM_ERROR: i64 = ErrorCode::UPSTREAM_FAILED.0;
 /// call tries it again.
 pub const UPSTREAM_UNAVAILABLE: i64 = ErrorCode::UPSTREAM_UNAVAILABLE.0;
 
-/// A budget of the proxy is reached ([`ErrorCode::PROXY_LIMIT`]): the
-/// caller's share of pending calls, all pending calls, or the bytes of one
-/// held round. `data.limit` says which.
-pub const PROXY_LIMIT: i64 = ErrorCode::PROXY_LIMIT.0;
-
 /// Why an upstream is unavailable, in words that hold nothing of its
 /// address or command.
 #[derive(Clone, Copy, Debug)]
@@ -126,13 +121,11 @@ pub(crate) fn from_upstream(name: &str, e: &tern_client::Error, timeout: Duratio
     }
 }
 
-/// A budget of the proxy reached; `limit` names it for the client.
-pub(crate) fn limit(message: String, limit: &str) -> McpError {
-    McpError::application(
-        PROXY_LIMIT,
-        message,
-        Some(serde_json::json!({ "limit": limit })),
-    )
+/// A budget of the proxy reached: the busy refusal ([`ErrorCode::BUSY`]),
+/// `limit` naming it for the client (`proxy_pending_per_principal`,
+/// `proxy_pending`, `proxy_round_bytes`).
+pub(crate) fn limit(message: String, limit: &'static str) -> McpError {
+    McpError::busy(limit, message, None)
 }
 
 /// The requests a retry must answer again: a proxy restarted, or another

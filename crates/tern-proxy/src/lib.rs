@@ -46,7 +46,7 @@ use std::time::Duration;
 use tern_server::{BuildError, Server, ServerBuilder};
 
 pub use catalog::{MAX_LISTED, MAX_LISTED_BYTES, UPSTREAM_META};
-pub use error::{PROXY_LIMIT, UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
+pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE};
 pub use relayed::{MAX_RELAYED, MAX_RELAYED_BYTES};
 pub use upstream::{Connect, ConnectFuture};
 
@@ -61,8 +61,9 @@ use crate::upstream::Upstream;
 /// (over [`MAX_SEALED_ROUND`] bytes). Each is a *pending call*: it counts
 /// against the caller's share and the total, lives for `pending_ttl`, and
 /// is dropped (a call so cancelled upstream) when that ends or when the
-/// retry comes. At a limit the call is refused with
-/// [`PROXY_LIMIT`] and nothing is held.
+/// retry comes. At a limit the call is refused as busy
+/// ([`ErrorCode::BUSY`](tern_types::ErrorCode::BUSY), -31003) and nothing
+/// is held.
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
     /// How long a pending call is kept for the client's retry before it is

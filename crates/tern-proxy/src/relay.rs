@@ -385,7 +385,7 @@ impl Forward {
                 format!(
                     "the round of the upstream server {up:?} is larger than the proxy holds ({len} bytes; at most {max})"
                 ),
-                "roundBytes",
+                "proxy_round_bytes",
             )
             .into());
         }
@@ -422,14 +422,14 @@ impl Forward {
                         "this caller holds {} pending calls at the proxy, as many as one caller may; answer or abandon one first",
                         o.per_principal()
                     ),
-                    "pendingPerPrincipal",
+                    "proxy_pending_per_principal",
                 ),
                 Full::Total => limit(
                     format!(
                         "the proxy holds {} pending calls, as many as it may; try again later",
                         o.max_pending
                     ),
-                    "pendingTotal",
+                    "proxy_pending",
                 ),
             };
             return Err(e.into());

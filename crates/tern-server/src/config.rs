@@ -47,7 +47,7 @@ pub struct Config {
 #[derive(Clone, Debug)]
 pub struct RequestLimits {
     /// The most one identified principal may have running (default 256);
-    /// one more is refused with -32600 (HTTP 429).
+    /// one more is refused as busy, -31003 (HTTP 429).
     pub max_running_per_principal: usize,
     /// The most running in all, the anonymous principal's included
     /// (default 4096); one more is refused the same way.
@@ -84,7 +84,7 @@ pub struct SessionLimits {
     pub idle: Duration,
     /// The most calls one session may have running at once, those waiting
     /// for the client's answers included (default 16). One more is refused
-    /// with -32600 naming the limit; a call that ends frees its place.
+    /// as busy (-31003) naming the limit; a call that ends frees its place.
     pub max_calls: usize,
 }
 

@@ -439,24 +439,34 @@ impl Server {
     }
 
     fn call_refused(&self, session: &Session, id: RequestId, refused: &CallRefused) -> Reply {
-        let (status, message, limit) = match refused {
+        let (status, e, limit) = match refused {
             CallRefused::Duplicate => (
                 400,
-                format!("request id {id} names a call still running in this session"),
+                McpError::InvalidRequest(format!(
+                    "request id {id} names a call still running in this session"
+                )),
                 "session_duplicate_id",
             ),
-            CallRefused::Full(max) => (
-                429,
-                format!("this session already has {max} calls running; wait for one to end"),
-                "session_calls",
+            // Busy, not malformed: the call was not run (issue 52).
+            CallRefused::Full(max) => {
+                let e = McpError::busy(
+                    "session_calls",
+                    format!("this session already has {max} calls running; wait for one to end"),
+                    None,
+                );
+                (e.http_status(), e, "session_calls")
+            }
+            CallRefused::Ended => (
+                404,
+                McpError::InvalidRequest("this session has ended".to_owned()),
+                "session_ended",
             ),
-            CallRefused::Ended => (404, "this session has ended".to_owned(), "session_ended"),
         };
         tracing::info!(session = %session.inner.tag, %id, limit, "legacy call refused");
         self.metrics().limit_reached(limit);
         Reply::Message {
             status,
-            body: encode_error(Some(id), &McpError::InvalidRequest(message)),
+            body: encode_error(Some(id), &e),
         }
     }
 

@@ -68,7 +68,7 @@ pub use notify::{Log, Progress, Sink};
 pub use outcome::{Error, IntoOutcome, Json, Outcome, Pending};
 pub use registry::{PromptDef, ResourceDef, RouteLimits, TemplateDef, ToolDef};
 pub use routes::RouteChanges;
-pub use running::{Full, Share, ShareLimits, Shares};
+pub use running::{Full, RETRY_SHORTLY, Share, ShareLimits, Shares};
 pub use server::{Authorize, Reply, Server, on_trace_parent};
 pub use sessions::{SessionRefused, SessionTable};
 pub use single_use::SingleUse;

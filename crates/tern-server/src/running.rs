@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use tern_proto::Principal;
+use tern_proto::{McpError, Principal};
 
 use crate::config::RequestLimits;
 
@@ -138,7 +138,30 @@ impl Full {
             Full::Total => "requests",
         }
     }
+
+    /// The busy refusal of a request past the budget (-31003, HTTP 429),
+    /// naming it. A full server frees places as its requests end, so a
+    /// second is offered as the time to come back; a principal's own share
+    /// frees only when its own requests end, which it knows better.
+    pub(crate) fn refusal(self) -> McpError {
+        match self {
+            Full::Principal => McpError::busy(
+                self.limit(),
+                "too many requests running for this client; wait for one to end",
+                None,
+            ),
+            Full::Total => McpError::busy(
+                self.limit(),
+                "the server has as many requests running as it takes; try again shortly",
+                Some(RETRY_SHORTLY),
+            ),
+        }
+    }
 }
+
+/// The time to come back offered with a busy refusal of a whole server's
+/// budget, whose places free as any request ends.
+pub const RETRY_SHORTLY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Running {
     /// Takes a place for a request of `principal`, or says which budget is

@@ -278,17 +278,9 @@ impl Server {
             .enter(principal, &self.inner.config.requests)
             .map_err(|full| {
                 self.metrics().limit_reached(full.limit());
-                let e = McpError::InvalidRequest(match full {
-                    crate::Full::Principal => {
-                        "too many requests running for this client; wait for one to end".into()
-                    }
-                    crate::Full::Total => {
-                        "the server has as many requests running as it takes; try again shortly"
-                            .into()
-                    }
-                });
+                let e = full.refusal();
                 Reply::Message {
-                    status: 429,
+                    status: e.http_status(),
                     body: tern_proto::finish::encode_error(Some(id.clone()), &e),
                 }
             })

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tern_proto::Principal;
+use tern_proto::{McpError, Principal};
 
 use crate::config::SessionLimits;
 use crate::legacy::Session;
@@ -23,24 +23,38 @@ use crate::server::Server;
 #[non_exhaustive]
 pub enum SessionRefused {
     /// The principal holds its quota of sessions, each with a call
-    /// running (HTTP 429).
+    /// running (-31003, HTTP 429).
     PrincipalQuota,
     /// The table is full and the principal holds no idle session to give
-    /// up (HTTP 503).
+    /// up (-31003, HTTP 503).
     Full,
 }
 
 impl SessionRefused {
-    /// The HTTP status of the refusal.
+    /// The HTTP status of the refusal: the busy refusal's, except that a
+    /// full table is the whole server's lack of room (503), not this
+    /// client's excess.
     pub fn http_status(self) -> u16 {
         match self {
-            SessionRefused::PrincipalQuota => 429,
+            SessionRefused::PrincipalQuota => self.error().http_status(),
             SessionRefused::Full => 503,
         }
     }
 
-    /// The budget's name in metrics (`tern_limit_reached_total`).
-    fn limit(self) -> &'static str {
+    /// The busy refusal sent to the peer (-31003, `data.limit` naming the
+    /// budget): the session was not opened, and a later try may succeed.
+    pub fn error(self) -> McpError {
+        let retry_after = match self {
+            // Its own sessions' calls end when it ends them.
+            SessionRefused::PrincipalQuota => None,
+            SessionRefused::Full => Some(crate::RETRY_SHORTLY),
+        };
+        McpError::busy(self.limit(), self.message(), retry_after)
+    }
+
+    /// The budget's name in metrics (`tern_limit_reached_total`) and in
+    /// the refusal's `data.limit`.
+    pub fn limit(self) -> &'static str {
         match self {
             SessionRefused::PrincipalQuota => "sessions_per_principal",
             SessionRefused::Full => "sessions",

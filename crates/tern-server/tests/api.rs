@@ -5,6 +5,7 @@
 mod api {
     mod answers;
     mod budgets;
+    mod busy;
     mod form_derive;
     mod gates;
     mod hardening;

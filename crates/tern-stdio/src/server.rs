@@ -40,8 +40,9 @@ pub struct StdioOptions {
     /// principal every state is bound to (SECURITY.md §3.6).
     pub credential_identity: String,
     /// The most requests running at once on the connection (default 256,
-    /// listen streams included); one more is answered at once with
-    /// `-32600` naming the limit, and each that ends frees its place.
+    /// listen streams included); one more is answered at once with the
+    /// busy refusal, `-31003` with `data.limit: "stdio_in_flight"`, and
+    /// each that ends frees its place.
     pub max_in_flight: usize,
 }
 
@@ -461,10 +462,14 @@ impl Conn {
             Message::Request(req) => {
                 if self.flights.len() >= self.max_in_flight {
                     self.server.metrics().limit_reached("stdio_in_flight");
-                    let e = McpError::InvalidRequest(format!(
-                        "{} requests are already running; wait for one to end",
-                        self.max_in_flight
-                    ));
+                    let e = McpError::busy(
+                        "stdio_in_flight",
+                        format!(
+                            "{} requests are already running; wait for one to end",
+                            self.max_in_flight
+                        ),
+                        None,
+                    );
                     self.send(encode_error(Some(req.id.clone()), &e)).await;
                     return;
                 }

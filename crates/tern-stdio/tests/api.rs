@@ -2,6 +2,7 @@
 //! the server as a real child process, and `serve_io` over in-memory pipes.
 
 mod api {
+    mod busy;
     mod client;
     mod server;
     mod server_io;

@@ -1,6 +1,7 @@
 //! JSON-RPC error objects and the codes MCP uses (DIGEST §1.3).
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -48,9 +49,19 @@ impl ErrorCode {
     /// The proxy's upstream cannot be reached: it is down, its process
     /// exited, or it did not answer in time.
     pub const UPSTREAM_UNAVAILABLE: ErrorCode = ErrorCode(-31002);
-    /// The proxy holds as much for this caller (or for all callers) as its
-    /// budget allows: pending calls, or the bytes of one held round.
-    pub const PROXY_LIMIT: ErrorCode = ErrorCode(-31003);
+    /// A limit was reached and the request was refused before it ran:
+    /// retry later. `data.limit` names the limit and `data.retryAfterMs`
+    /// says when to try again, where that is known ([`BusyData`]). A
+    /// server's load and budgets (requests running, sessions, bodies being
+    /// received, tasks) and the proxy's (pending calls, held rounds) all
+    /// answer this one code, so a client over any transport reads "busy,
+    /// retry later" where `-32600` had said "malformed, do not retry".
+    pub const BUSY: ErrorCode = ErrorCode(-31003);
+    /// Something the request waited for did not come in time: the client's
+    /// answer to the server's question, a task's in-task answers, the
+    /// request's own body. `data.limit` names the deadline. Not `-32600`,
+    /// which says the request was malformed.
+    pub const TIMEOUT: ErrorCode = ErrorCode(-31004);
     /// The operation needs an authenticated caller and the request had
     /// none (`tern_server::Authenticated`).
     pub const AUTHENTICATION_REQUIRED: ErrorCode = ErrorCode(-31401);
@@ -75,9 +86,14 @@ impl ErrorCode {
             meaning: "a proxied upstream cannot be reached, exited, or did not answer in time",
         },
         ApplicationCode {
-            code: ErrorCode::PROXY_LIMIT,
-            name: "proxy_limit",
-            meaning: "the proxy's budget is reached: pending calls per principal or in total, or the bytes of one held round",
+            code: ErrorCode::BUSY,
+            name: "busy",
+            meaning: "a limit was reached and the request was not run: retry later; data.limit names the limit, data.retryAfterMs says when where known",
+        },
+        ApplicationCode {
+            code: ErrorCode::TIMEOUT,
+            name: "timeout",
+            meaning: "what the request waited for (the client's answer, in-task answers, its body) did not arrive in time; data.limit names the deadline",
         },
         ApplicationCode {
             code: ErrorCode::AUTHENTICATION_REQUIRED,
@@ -92,7 +108,7 @@ impl ErrorCode {
     pub fn is_proxy_own(self) -> bool {
         matches!(
             self,
-            ErrorCode::UPSTREAM_FAILED | ErrorCode::UPSTREAM_UNAVAILABLE | ErrorCode::PROXY_LIMIT
+            ErrorCode::UPSTREAM_FAILED | ErrorCode::UPSTREAM_UNAVAILABLE | ErrorCode::BUSY
         )
     }
 
@@ -176,6 +192,85 @@ pub struct UnsupportedProtocolVersionData {
 pub struct MissingRequiredClientCapabilityData {
     /// What the client would have to declare.
     pub required_capabilities: ClientCapabilities,
+}
+
+/// The `data` of a `-31003` busy refusal ([`ErrorCode::BUSY`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BusyData {
+    /// The limit reached: a short stable snake_case name, the one
+    /// `tern_limit_reached_total{limit}` counts (`requests_per_principal`,
+    /// `sessions`, `body_bytes`, `proxy_pending`, ...).
+    pub limit: String,
+    /// How long to wait before trying again, in milliseconds, when the
+    /// server knows; absent, the client picks its own backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl BusyData {
+    /// [`retry_after_ms`](Self::retry_after_ms) as a duration.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after_ms.map(Duration::from_millis)
+    }
+}
+
+/// The `data` of a `-31004` timeout ([`ErrorCode::TIMEOUT`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeoutData {
+    /// The deadline passed, by a short stable snake_case name
+    /// (`client_answer`, `task_input_wait`, `body_timeout`).
+    pub limit: String,
+}
+
+impl ErrorObject {
+    /// A `-31003` busy refusal: `limit` names the limit reached, and
+    /// `retry_after`, when known, says when to try again (sent in whole
+    /// milliseconds, rounded up so a client never comes back early).
+    pub fn busy(
+        limit: impl Into<String>,
+        message: impl Into<String>,
+        retry_after: Option<Duration>,
+    ) -> Self {
+        let data = BusyData {
+            limit: limit.into(),
+            retry_after_ms: retry_after.map(|d| {
+                let ms = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 != 0);
+                u64::try_from(ms).unwrap_or(u64::MAX)
+            }),
+        };
+        // Cannot fail: a string and an integer.
+        let data = serde_json::to_value(data).expect("busy data serialises to JSON");
+        ErrorObject::new(ErrorCode::BUSY, message).with_data(data)
+    }
+
+    /// A `-31004` timeout: `limit` names the deadline that passed.
+    pub fn timeout(limit: impl Into<String>, message: impl Into<String>) -> Self {
+        ErrorObject::new(ErrorCode::TIMEOUT, message)
+            .with_data(serde_json::json!({ "limit": limit.into() }))
+    }
+
+    /// `data` of a busy refusal: `Some` only for `-31003` whose `data`
+    /// names the limit. A `-31003` without it is not one of Tern's
+    /// refusals, and nothing says the request did not run.
+    pub fn busy_data(&self) -> Option<BusyData> {
+        if self.code != ErrorCode::BUSY {
+            return None;
+        }
+        self.data
+            .as_ref()
+            .and_then(|d| BusyData::deserialize(d).ok())
+    }
+
+    /// `data` of a `-31004` timeout, when it names the deadline.
+    pub fn timeout_data(&self) -> Option<TimeoutData> {
+        if self.code != ErrorCode::TIMEOUT {
+            return None;
+        }
+        self.data
+            .as_ref()
+            .and_then(|d| TimeoutData::deserialize(d).ok())
+    }
 }
 
 impl ErrorObject {

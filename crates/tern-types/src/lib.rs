@@ -42,8 +42,8 @@ mod tools;
 
 // Base protocol: envelopes, errors, `_meta`, results.
 pub use error::{
-    ApplicationCode, ErrorCode, ErrorObject, MissingRequiredClientCapabilityData,
-    UnsupportedProtocolVersionData,
+    ApplicationCode, BusyData, ErrorCode, ErrorObject, MissingRequiredClientCapabilityData,
+    TimeoutData, UnsupportedProtocolVersionData,
 };
 pub use jsonrpc::{
     ErrorResponse, JsonRpcVersion, Notification, Request, RequestId, ResultResponse,

@@ -1,6 +1,7 @@
 //! The API test binary of tern-types: one module per behaviour.
 
 mod api {
+    mod busy;
     mod capabilities;
     mod error_codes;
     mod examples;

@@ -271,14 +271,39 @@ pub async fn spawn(
     Ok((local, tokio::spawn(serve(listener, server, options))))
 }
 
+/// Every JSON reply of the endpoint, results and errors, goes out here.
+/// A busy refusal (-31003) comes with its status (429, from
+/// [`McpError::http_status`], or 503 for a full session table) and here,
+/// and nowhere else, gains `Retry-After` in whole seconds, rounded up,
+/// when its `data.retryAfterMs` says when to come back (RFC 9110 §10.2.3).
+/// Only those statuses are read for it: a result is never parsed again.
 fn json_response(status: u16, body: Bytes) -> Response {
+    let retry_after = matches!(status, 429 | 503)
+        .then(|| retry_after_secs(&body))
+        .flatten();
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if let Some(secs) = retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     r
+}
+
+/// The `Retry-After` seconds of a busy refusal's body: its
+/// `data.retryAfterMs` rounded up to a whole second, at least one.
+fn retry_after_secs(body: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        error: tern_types::ErrorObject,
+    }
+    let reply: Reply = serde_json::from_slice(body).ok()?;
+    let ms = reply.error.busy_data()?.retry_after_ms?;
+    Some(ms.div_ceil(1000).max(1))
 }
 
 fn error_response(e: &McpError, status: Option<StatusCode>) -> Response {

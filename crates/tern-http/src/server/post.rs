@@ -337,26 +337,34 @@ async fn receive(app: &App, principal: &Principal, body: Body) -> Result<Bytes, 
         Ok(Err(refused)) => Err(refused),
         Err(_) => {
             app.server.metrics().limit_reached("body_timeout");
-            let e = McpError::InvalidRequest(format!(
-                "the request body did not arrive within {:?}",
-                app.options.body_timeout
-            ));
+            let e = McpError::timeout(
+                "body_timeout",
+                format!(
+                    "the request body did not arrive within {:?}",
+                    app.options.body_timeout
+                ),
+            );
+            // HTTP's own status for a body that did not come in time.
             Err(error_response(&e, Some(StatusCode::REQUEST_TIMEOUT)))
         }
     }
 }
 
-/// The 429 of a body past its budget, counted.
+/// The busy refusal of a body past its budget (-31003, HTTP 429), counted.
+/// Bodies being received end within `body_timeout`, so the room comes
+/// back shortly.
 fn busy(app: &App, full: tern_server::Full) -> Response {
     let (limit, who) = match full {
         tern_server::Full::Principal => ("body_bytes_per_principal", "for this client"),
         tern_server::Full::Total => ("body_bytes", "in all"),
     };
     app.server.metrics().limit_reached(limit);
-    let e = McpError::InvalidRequest(format!(
-        "too many request bodies are being received {who}; send again shortly"
-    ));
-    error_response(&e, Some(StatusCode::TOO_MANY_REQUESTS))
+    let e = McpError::busy(
+        limit,
+        format!("too many request bodies are being received {who}; send again shortly"),
+        Some(tern_server::RETRY_SHORTLY),
+    );
+    error_response(&e, None)
 }
 
 /// A legacy `initialize` outside a session: the server answers it in a new
@@ -395,7 +403,7 @@ async fn open_session(
     let id = match app.keep(session, owner) {
         Ok(id) => id,
         Err(refused) => {
-            let e = McpError::InvalidRequest(refused.message().into());
+            let e = refused.error();
             return super::json_response(refused.http_status(), encode_error(request_id, &e));
         }
     };

@@ -83,10 +83,10 @@ async fn bodies_being_received_are_budgeted_per_principal_and_in_all() {
     let mut second = stalled(addr, "mallory", 40 * 1024).await;
     let (status, refused) = response(&mut second).await.unwrap();
     assert_eq!(status, 429, "{refused}");
-    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(refused["error"]["code"], -31003, "{refused}");
     assert_eq!(
         refused["error"]["message"],
-        "Invalid request: too many request bodies are being received for this client; send again shortly"
+        "too many request bodies are being received for this client; send again shortly"
     );
     assert_eq!(
         server.metrics().limits_reached("body_bytes_per_principal"),
@@ -125,10 +125,10 @@ async fn a_body_that_does_not_arrive_in_time_gets_408_and_gives_its_bytes_back()
     let mut slow = stalled(addr, "mallory", 60 * 1024).await;
     let (status, refused) = response(&mut slow).await.unwrap();
     assert_eq!(status, 408, "{refused}");
-    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(refused["error"]["code"], -31004, "{refused}");
     assert_eq!(
         refused["error"]["message"],
-        "Invalid request: the request body did not arrive within 300ms"
+        "the request body did not arrive within 300ms"
     );
     assert_eq!(server.metrics().limits_reached("body_timeout"), 1);
     // Her 60 KiB were given back: another 60 KiB of hers is taken.

@@ -221,10 +221,10 @@ async fn a_principal_whose_sessions_are_all_busy_is_refused_alone() {
     // Both of mallory's sessions have a call running: none to give up.
     let (status, body) = open_as(f.addr, "mallory").await.unwrap_err();
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(body["error"]["code"], -31003, "{body}");
     assert_eq!(
         body["error"]["message"],
-        "Invalid request: too many open sessions for this client, each with a call running; end one first"
+        "too many open sessions for this client, each with a call running; end one first"
     );
     // BASE-5: the refusal answers the initialize's id.
     assert_eq!(body["id"], 0, "{body}");
@@ -300,10 +300,10 @@ async fn a_sessions_calls_hold_places_among_the_requests_running() {
         json_of(post(addr, "mallory", &s1, &call(2, "hello", json!({}))).await).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["id"], 2);
-    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(body["error"]["code"], -31003, "{body}");
     assert_eq!(
         body["error"]["message"],
-        "Invalid request: too many requests running for this client; wait for one to end"
+        "too many requests running for this client; wait for one to end"
     );
     assert_eq!(server.metrics().limits_reached("requests_per_principal"), 1);
     // Another principal still has the rest of the total.
@@ -352,10 +352,10 @@ async fn abandoned_calls_are_capped_per_session_and_give_their_place_back() {
         if resp.status() == StatusCode::TOO_MANY_REQUESTS {
             let (_, body) = json_of(resp).await;
             assert_eq!(body["id"], id, "{body}");
-            assert_eq!(body["error"]["code"], -32600, "{body}");
+            assert_eq!(body["error"]["code"], -31003, "{body}");
             assert_eq!(
                 body["error"]["message"],
-                "Invalid request: this session already has 16 calls running; wait for one to end"
+                "this session already has 16 calls running; wait for one to end"
             );
             refused += 1;
         } else {
@@ -391,10 +391,10 @@ async fn a_call_the_client_never_answers_ends_at_the_answer_timeout() {
     let (_, data) = events.next().await.unwrap();
     let failed: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(failed["id"], 1);
-    assert_eq!(failed["error"]["code"], -32600, "{failed}");
+    assert_eq!(failed["error"]["code"], -31004, "{failed}");
     assert_eq!(
         failed["error"]["message"],
-        "Invalid request: the client did not answer elicitation/create in time"
+        "the client did not answer elicitation/create in time"
     );
     assert_eq!(f.seen.went_on.load(Ordering::SeqCst), 0);
     // The one place is free again.

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tern_proto::Principal;
-use tern_proxy::{PROXY_LIMIT, Proxy, ProxyOptions};
+use tern_proxy::{Proxy, ProxyOptions};
 use tern_server::clock::ManualClock;
 use tern_server::{Ask, Config, Error, Need, Server, ToolResult};
 use tern_testkit::request::{accept, all_caps, call, retry};
 use tern_testkit::transport::{Answer, Scripted};
+use tern_types::ErrorCode;
 
 use super::common::{
     Sessioned, code, connect, proxy_with, quick, roots_answer, send_as, upstream_server, who,
@@ -44,9 +45,10 @@ async fn park(proxy: &Proxy, p: &Principal, environment: &str) -> Value {
     r["result"]["requestState"].clone()
 }
 
-/// Asserts `r` is the proxy's -31003 for the budget `limit`.
+/// Asserts `r` is the proxy's busy refusal (-31003) for the budget
+/// `limit`.
 fn refused(r: &Value, limit: &str) -> String {
-    assert_eq!(code(r), PROXY_LIMIT, "{r}");
+    assert_eq!(code(r), ErrorCode::BUSY.0, "{r}");
     assert_eq!(r["error"]["data"]["limit"], limit, "{r}");
     r["error"]["message"].as_str().unwrap().to_owned()
 }
@@ -76,7 +78,7 @@ async fn one_principal_cannot_fill_the_pool_for_everyone() {
     park(&proxy, &alice, "a2").await;
     let third = send_as(&proxy, &alice, &deploy("a3")).await;
     assert_eq!(
-        refused(&third, "pendingPerPrincipal"),
+        refused(&third, "proxy_pending_per_principal"),
         "this caller holds 2 pending calls at the proxy, as many as one caller may; answer or abandon one first"
     );
     park(&proxy, &bob, "b1").await;
@@ -84,7 +86,7 @@ async fn one_principal_cannot_fill_the_pool_for_everyone() {
     assert_eq!(proxy.pending_calls(), 4);
     let full = send_as(&proxy, &carol, &deploy("c1")).await;
     assert_eq!(
-        refused(&full, "pendingTotal"),
+        refused(&full, "proxy_pending"),
         "the proxy holds 4 pending calls, as many as it may; try again later"
     );
     abandoned(&up, 2).await;
@@ -115,7 +117,7 @@ async fn the_default_share_is_a_quarter_of_the_pool() {
     let proxy = legacy_proxy(&up, budget(4, None)).await;
     park(&proxy, &who("alice"), "a1").await;
     let second = send_as(&proxy, &who("alice"), &deploy("a2")).await;
-    refused(&second, "pendingPerPrincipal");
+    refused(&second, "proxy_pending_per_principal");
     park(&proxy, &who("bob"), "b1").await;
     assert_eq!(proxy.pending_calls(), 2);
 }
@@ -205,7 +207,7 @@ async fn anonymous_callers_share_the_whole_pool() {
         park(&proxy, &anonymous, &format!("anon{n}")).await;
     }
     let fifth = send_as(&proxy, &anonymous, &deploy("anon4")).await;
-    refused(&fifth, "pendingTotal");
+    refused(&fifth, "proxy_pending");
     assert_eq!(proxy.pending_calls(), 4);
 }
 
@@ -275,7 +277,7 @@ async fn a_stalled_upstream_does_not_hold_up_the_expiry_of_pending_calls() {
     let r = send_as(&proxy, &anonymous, &held).await;
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
     let full = send_as(&proxy, &anonymous, &held).await;
-    refused(&full, "pendingTotal");
+    refused(&full, "proxy_pending");
 
     clock.advance(60);
     within_two_sweeps("the expiry", || proxy.pending_calls() == 0).await;

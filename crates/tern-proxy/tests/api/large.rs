@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tern_client::{BoxFuture, Client, InputContext, InputKinds, InputProvider, Refusal};
-use tern_proxy::{PROXY_LIMIT, Proxy, ProxyOptions};
+use tern_proxy::{Proxy, ProxyOptions};
 use tern_testkit::request::{accept, all_caps, call, retry};
 use tern_testkit::transport::{Answer, Direct, Scripted};
-use tern_types::{ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue};
+use tern_types::{ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue, ErrorCode};
 
 use tern_server::clock::ManualClock;
 
@@ -289,8 +289,8 @@ async fn a_round_larger_than_the_proxy_holds_is_refused() {
     };
     let proxy: Proxy = proxy_of(vec![("big", connect(upstream))], options).await;
     let r = send(&proxy, &call("t", json!({}), all_caps())).await;
-    assert_eq!(code(&r), PROXY_LIMIT, "{r}");
-    assert_eq!(r["error"]["data"]["limit"], "roundBytes");
+    assert_eq!(code(&r), ErrorCode::BUSY.0, "{r}");
+    assert_eq!(r["error"]["data"]["limit"], "proxy_round_bytes");
     let message = r["error"]["message"].as_str().unwrap();
     assert!(
         message.starts_with(

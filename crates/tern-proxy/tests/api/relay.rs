@@ -313,7 +313,7 @@ async fn a_legacy_client_is_asked_and_one_that_never_answers_fails_the_call() {
         .await
         .expect("the call ends")
         .unwrap();
-    assert_eq!(code(&failed), -32600, "{failed}");
+    assert_eq!(code(&failed), -31004, "{failed}");
 }
 
 /// An upstream's template with reserved and query expressions (RFC 6570

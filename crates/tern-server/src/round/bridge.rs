@@ -110,9 +110,10 @@ impl<'a> Bridge<'a> {
         let mut out = Map::new();
         for (key, method, rx, url_id) in waits {
             let Ok(Ok(answer)) = tokio::time::timeout_at(deadline, rx).await else {
-                return Err(McpError::InvalidRequest(format!(
-                    "the client did not answer {method} in time"
-                )));
+                return Err(McpError::timeout(
+                    "client_answer",
+                    format!("the client did not answer {method} in time"),
+                ));
             };
             match answer {
                 ClientAnswer::Result(r) => {

@@ -134,10 +134,13 @@ impl Delivery for &TaskRound {
             Ok(Err(_)) => return Err(McpError::Internal("the task's round was dropped".into())),
             Err(_) => {
                 server.metrics().limit_reached("task_input_wait");
-                return Err(McpError::InvalidRequest(format!(
-                    "no answer to the task's questions within {} s",
-                    wait.as_secs()
-                )));
+                return Err(McpError::timeout(
+                    "task_input_wait",
+                    format!(
+                        "no answer to the task's questions within {} s",
+                        wait.as_secs()
+                    ),
+                ));
             }
         };
         Ok(Delivered::Answered(Box::new(AskContext::answered(

@@ -61,7 +61,7 @@ impl TaskSupport {
 #[derive(Clone, Debug)]
 pub struct TaskLimits {
     /// The most unfinished tasks one principal may have (default 16); one
-    /// more is refused with -32600 naming the limit.
+    /// more is refused as busy (-31003) naming the limit.
     pub max_live_per_principal: usize,
     /// The most tasks kept in all, finished ones included (default 4096).
     /// At the limit the oldest finished task is dropped; when none is

@@ -245,15 +245,21 @@ impl Tasks {
         let live = table.live(&fingerprint);
         if live >= self.limits.max_live_per_principal {
             metrics.limit_reached("tasks_per_principal");
-            return Err(McpError::InvalidRequest(format!(
-                "this client has {live} unfinished tasks, as many as one client may; wait for one to end or cancel one"
-            )));
+            return Err(McpError::busy(
+                "tasks_per_principal",
+                format!(
+                    "this client has {live} unfinished tasks, as many as one client may; wait for one to end or cancel one"
+                ),
+                None,
+            ));
         }
         // Full: the finished task that ended first makes room.
         if table.len() >= self.limits.max_kept && !table.drop_oldest_ended() {
             metrics.limit_reached("tasks_total");
-            return Err(McpError::InvalidRequest(
-                "the server holds as many unfinished tasks as it may; try again later".into(),
+            return Err(McpError::busy(
+                "tasks_total",
+                "the server holds as many unfinished tasks as it may; try again later",
+                None,
             ));
         }
         let ttl = self.limits.ttl.as_secs().max(1);

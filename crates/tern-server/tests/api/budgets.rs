@@ -132,10 +132,11 @@ async fn a_session_call_ends_at_its_flows_lifetime_whatever_its_rounds() {
     let asked = requests(&mut rx, 1).await;
     assert_eq!(asked[0]["params"]["message"], "Second?");
     let reply = reply.await.unwrap();
-    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(reply["error"]["code"], -31004, "{reply}");
+    assert_eq!(reply["error"]["data"]["limit"], "client_answer", "{reply}");
     assert_eq!(
         reply["error"]["message"],
-        "Invalid request: the client did not answer elicitation/create in time"
+        "the client did not answer elicitation/create in time"
     );
     // The flow's 100 s, not the 50 s + 60 s the second round's own wait
     // would have given.

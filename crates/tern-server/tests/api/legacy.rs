@@ -323,7 +323,7 @@ async fn a_client_that_never_answers_is_timed_out_and_its_request_freed() {
     let (mut rx, task) = l.call("deploy");
     let _asked = requests(&mut rx, 2).await;
     let reply = task.await.unwrap();
-    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(reply["error"]["code"], -31004, "{reply}");
     assert!(
         reply["error"]["message"]
             .as_str()

@@ -371,7 +371,7 @@ async fn one_principal_holds_at_most_its_share_of_live_tasks() {
         create(&h, alice(), "sleep").await;
     }
     let (code, e) = error(&h.send_as(alice(), &call("sleep", caps())).await);
-    assert_eq!(code, -32600, "{e}");
+    assert_eq!(code, -31003, "{e}");
     assert!(
         e["message"].as_str().unwrap().contains("unfinished tasks"),
         "{e}"
@@ -440,7 +440,7 @@ async fn a_task_waiting_past_its_input_wait_fails() {
     wait_for(&h, alice(), &id, "input_required").await;
     tokio::time::sleep(Duration::from_secs(31)).await;
     let t = wait_for(&h, alice(), &id, "failed").await;
-    assert_eq!(t["error"]["code"], -32600, "{t}");
+    assert_eq!(t["error"]["code"], -31004, "{t}");
     assert!(t.get("result").is_none());
     assert_eq!(h.server.metrics().limits_reached("task_input_wait"), 1);
 }
@@ -461,7 +461,7 @@ async fn a_polling_flood_holds_nothing_new() {
     }
     assert_eq!(
         error(&h.send_as(alice(), &call("sleep", caps())).await).0,
-        -32600
+        -31003
     );
 }
 
@@ -560,7 +560,7 @@ async fn the_table_drops_the_oldest_finished_task_and_refuses_when_none_is() {
     // two running and nothing finished: refused.
     create(&h, bob(), "sleep").await;
     let (code, e) = error(&h.send_as(alice(), &call("sleep", caps())).await);
-    assert_eq!(code, -32600, "{e}");
+    assert_eq!(code, -31003, "{e}");
     assert_eq!(h.server.metrics().limits_reached("tasks_total"), 1);
     assert_eq!(get(&h, alice(), &third).await["status"], "working");
 }

@@ -189,10 +189,10 @@ async fn requests_past_the_in_flight_budget_are_refused_until_one_ends() {
         p.send(&call(json!(id), "forever", "")).await;
         let refused = p.next().await;
         assert_eq!(refused["id"], id, "{refused}");
-        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert_eq!(refused["error"]["code"], -31003, "{refused}");
         assert_eq!(
             refused["error"]["message"],
-            "Invalid request: 3 requests are already running; wait for one to end"
+            "3 requests are already running; wait for one to end"
         );
     }
     // A cancelled request gives its place back.

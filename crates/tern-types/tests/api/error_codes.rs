@@ -17,7 +17,7 @@ fn every_application_code_is_unique_and_outside_the_reserved_range() {
     }
     assert_eq!(
         codes.into_iter().collect::<Vec<_>>(),
-        [-31401, -31003, -31002, -31001, -31000]
+        [-31401, -31004, -31003, -31002, -31001, -31000]
     );
 }
 
@@ -30,7 +30,8 @@ fn the_proxys_own_codes_are_registered_and_nothing_else_counts_as_its() {
         .collect();
     assert_eq!(own, [-31000, -31002, -31003]);
     assert!(!ErrorCode::DECLINED.is_proxy_own());
-    assert!(!ErrorCode(-31004).is_proxy_own());
+    assert!(!ErrorCode::TIMEOUT.is_proxy_own());
+    assert!(!ErrorCode(-31005).is_proxy_own());
     assert!(!ErrorCode::INVALID_PARAMS.is_proxy_own());
 }
 
