@@ -2,6 +2,7 @@
 //! transport against `tern_http::spawn`, and the server against raw HTTP.
 
 mod api {
+    mod busy;
     mod client;
     mod connections;
     mod listener;
