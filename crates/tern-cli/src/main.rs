@@ -1,6 +1,7 @@
 //! The `tern` command: serve the reference workload, call a server while
-//! walking a person through its questions, discover a server, run the demo,
-//! and manage key rings.
+//! walking a person through its questions, discover, probe and proxy
+//! servers, follow tasks, sign in and out, list named servers, manage key
+//! rings, run the demo and print shell completions.
 #![expect(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -38,9 +39,13 @@ mod ui;
 mod url;
 mod workload;
 
-/// Tern: MCP 2026-07-28 with multi round-trip requests.
+/// Tern, MCP 2026-07-28 with multi round-trip requests: serve, call,
+/// discover, probe, proxy, task, login, logout, servers, keys, demo,
+/// completions.
+// The one line of `tern --help` names every command (issue 52), and a
+// test holds it to clap's list.
 #[derive(Debug, Parser)]
-#[command(name = "tern", version, about)]
+#[command(name = "tern", version)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -385,8 +390,10 @@ pub(crate) struct CallArgs {
     /// `tool NAME`, `prompt NAME` or `read URI`, then arguments: `key=value`
     /// (converted by the tool's input schema) or `key:=JSON`.
     // Flags may follow WHAT, and with --cmd the first word lands in `url`
-    // (call.rs shifts it back), so clap asks for one value and call.rs checks.
-    #[arg(value_name = "WHAT", num_args = 1.., required = true)]
+    // (call.rs shifts it back), so call.rs checks it. Not `required` for
+    // clap: a required positional after the optional `url` fails clap's
+    // debug assertions, so every `tern call` of a dev build panicked.
+    #[arg(value_name = "WHAT", num_args = 1..)]
     pub(crate) what: Vec<String>,
     /// An OpenAI-compatible chat-completions endpoint for sampling (key from
     /// OPENAI_API_KEY or TERN_MODEL_KEY).
@@ -465,13 +472,19 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "N", default_value_t = provider::DEFAULT_MAX_TOKENS,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) max_tokens: u64,
-    /// Declare the tasks extension: the server may run a long tool call as
-    /// a task, which the call follows to its end (its status on stderr, its
-    /// questions asked like a round's; Ctrl-C cancels the task).
-    #[arg(long)]
+    /// Do not declare the tasks extension (declared by default, as the
+    /// kinds of input are): a tool the server runs as a task when it can
+    /// then runs inline, and one that runs only as a task is refused
+    /// (-32021). Declared, a task is followed to its end: its status on
+    /// stderr, its questions asked like a round's, Ctrl-C cancels it.
+    #[arg(long, conflicts_with_all = ["tasks", "detach"])]
+    pub(crate) no_tasks: bool,
+    /// Declare the tasks extension: the default now, so this does nothing;
+    /// kept so that scripts written before still run.
+    #[arg(long, hide = true)]
     pub(crate) tasks: bool,
-    /// With --tasks implied: when the server runs the tool as a task, print
-    /// the task id and exit at once; `tern task wait` follows it later.
+    /// When the server runs the tool as a task, print the task id and exit
+    /// at once; `tern task wait` follows it later.
     #[arg(long)]
     pub(crate) detach: bool,
 }
@@ -527,6 +540,23 @@ pub(crate) struct ProbeArgs {
     /// retry of the probe's state must be refused (HTTP).
     #[arg(long, value_name = "VAR")]
     pub(crate) other_bearer_env: Option<String>,
+    /// Exit 1 when a case at this level or a more binding one fails: `must`
+    /// gates on MUST cases only, `should` (the default) on MUST and SHOULD,
+    /// `advice` on every case.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value_t = FailOn::Should)]
+    pub(crate) fail_on: FailOn,
+}
+
+/// `tern probe --fail-on`: the least binding level whose failure fails
+/// the run, so a CI gate chooses how strict it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub(crate) enum FailOn {
+    /// MUST cases only.
+    Must,
+    /// MUST and SHOULD cases.
+    Should,
+    /// Every case, advice included.
+    Advice,
 }
 
 /// `tern discover`.

@@ -14,10 +14,12 @@
 //!
 //! The seams: the words ([`args`]), the checks against the server's schemas
 //! ([`schema`]), the display of rounds and notifications ([`report`]),
-//! starting over ([`restart`]), and the printed outcome with its exit code
-//! ([`outcome`]).
+//! starting over ([`restart`]), the printed outcome with its exit code
+//! ([`outcome`]), and what a `-32021` asks of the call's flags
+//! ([`missing`]).
 
 mod args;
+mod missing;
 mod outcome;
 mod report;
 mod restart;
@@ -32,6 +34,7 @@ use tern::client::{CancelToken, Error, InputKinds};
 use tern::types::{CallToolResult, GetPromptResult, ReadResourceResult};
 
 use self::args::{What, parse_args_json, parse_what};
+use self::missing::Withheld;
 use self::outcome::{Out, detach, finish, report_error};
 pub(crate) use self::report::{Reporter, Sink, drive};
 use self::restart::drive_restarting;
@@ -205,7 +208,9 @@ async fn call(
     // The rounds of every flow, and a legacy server's requests, within
     // --max-rounds (MRTR-C-A3); the whole call's time is kept by `within`.
     let rounds = args.max_rounds;
-    let tasks = args.tasks || args.detach;
+    // The tasks extension is declared like the kinds of input, unless
+    // --no-tasks (which clap keeps apart from --detach).
+    let tasks = !args.no_tasks;
     let tune = move |b: tern::client::ClientBuilder| {
         b.max_rounds(rounds)
             .flow_timeout(Duration::MAX)
@@ -236,6 +241,14 @@ async fn call(
         url: args.target.url.clone(),
         detach: args.detach,
         cancel,
+        declared: serde_json::to_value(conn.client.capabilities()).unwrap_or_default(),
+        withheld: Withheld {
+            tasks: args.no_tasks,
+            elicitation: args.no_elicitation,
+            url: args.form_only,
+            sampling: args.no_sampling,
+            roots: args.no_roots,
+        },
     };
     let code = match operate(&conn, what, args.args.as_deref(), &out, &rep_for, &provider).await {
         Ok(code) => code,

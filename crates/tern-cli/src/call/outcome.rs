@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tern::client::Error;
 
+use super::missing::{self, Withheld};
 use super::report::Reporter;
 use crate::provider::TerminalProvider;
 use crate::{exit, safe};
@@ -24,6 +25,11 @@ pub(super) struct Out {
     pub(super) detach: bool,
     /// Cancelled on Ctrl-C: nothing more is printed.
     pub(super) cancel: tern::client::CancelToken,
+    /// The capabilities the call declared, as JSON: what a `-32021` is
+    /// explained against.
+    pub(super) declared: Value,
+    /// The flags that withheld some of them, named in that explanation.
+    pub(super) withheld: Withheld,
 }
 
 /// What `--json` prints.
@@ -143,8 +149,11 @@ pub(super) fn report_error(
     if let Some(d) = e.remote_error().and_then(|o| o.data.as_ref()) {
         eprintln!("tern: error data: {}", safe::line(&d.to_string()));
     }
-    if let Some(hint) = capability_hint(e) {
-        eprintln!("tern: the server needs a kind of input this call did not offer: {hint}");
+    if e.is_capability() && e.is_remote() {
+        let data = e.remote_error().and_then(|o| o.data.as_ref());
+        for line in missing::advice(data, &out.declared, out.withheld) {
+            eprintln!("tern: {line}");
+        }
     }
     let code = if e.is_refused() && provider.lacked_terminal() {
         exit::USAGE
@@ -156,36 +165,4 @@ pub(super) fn report_error(
         exit::PROTOCOL
     };
     exit::code(code)
-}
-
-/// For a `-32021`, what would offer the input the server needs: for each
-/// capability in `data.requiredCapabilities` (META-S10), or for every kind
-/// when it names none.
-fn capability_hint(e: &Error) -> Option<String> {
-    if !(e.is_capability() && e.is_remote()) {
-        return None;
-    }
-    const HINTS: [(&str, &str); 3] = [
-        (
-            "sampling",
-            "for sampling pass --sampling-cmd or --model-url (or answer in a terminal)",
-        ),
-        ("elicitation", "for forms and links drop --no-elicitation"),
-        (
-            "roots",
-            "for roots pass --root DIR to share a directory, or --yes to share the current one (a terminal asks instead), and drop --no-roots",
-        ),
-    ];
-    let named = e
-        .remote_error()
-        .and_then(|o| o.data.as_ref())
-        .and_then(|d| d.get("requiredCapabilities"))
-        .and_then(Value::as_object)
-        .filter(|caps| HINTS.iter().any(|(k, _)| caps.contains_key(*k)));
-    let hints: Vec<&str> = HINTS
-        .iter()
-        .filter(|(kind, _)| named.is_none_or(|caps| caps.contains_key(*kind)))
-        .map(|(_, hint)| *hint)
-        .collect();
-    Some(hints.join("; "))
 }

@@ -99,6 +99,36 @@ pub(super) enum Send {
     Expired,
 }
 
+impl Send {
+    /// Whether the server must refuse a `requestState` here (altered,
+    /// bound to something else, replayed or expired): such a refusal is the
+    /// client's error (`-32602`, MRTR-E-A1), never a server error.
+    pub(super) fn refuses_a_state(self) -> bool {
+        matches!(
+            self,
+            Send::State(_)
+                | Send::OtherArguments
+                | Send::OtherTool
+                | Send::OtherMethod(_)
+                | Send::OtherPrincipal
+                | Send::FinalState
+                | Send::TwoAtOnce
+                | Send::Expired
+        )
+    }
+}
+
+impl Outcome {
+    /// The first reply that is a server error, in a reason's words.
+    fn server_error(&self) -> Option<String> {
+        match self {
+            Outcome::One(r) => r.server_error(),
+            Outcome::Two(a, b) => a.server_error().or_else(|| b.server_error()),
+            _ => None,
+        }
+    }
+}
+
 /// The answers a row sends with a fresh state.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Answers {
@@ -371,8 +401,14 @@ async fn play(ctx: &mut Ctx<'_>, row: &Row, input: Option<(&String, &Value)>) ->
         None => row.name.to_owned(),
     };
     let unsent = ctx.p.unsent();
+    let (mut level, mut rule) = (row.level, row.rule);
     let (status, reason) = if applies(ctx, row) {
         let outcome = super::sends::send(ctx, row.send, input).await;
+        let server_error = row
+            .send
+            .refuses_a_state()
+            .then(|| outcome.server_error())
+            .flatten();
         if ctx.p.unsent() > unsent {
             // Not measured: a verdict on a request never sent would be a
             // guess about the server.
@@ -381,6 +417,16 @@ async fn play(ctx: &mut Ctx<'_>, row: &Row, input: Option<(&String, &Value)>) ->
                 format!(
                     "not measured: the budget of {} requests (--max-requests) is spent",
                     ctx.p.max_requests
+                ),
+            )
+        } else if let Some(reply) = server_error {
+            // The state was not taken, but a client retries a server error
+            // (-32603, HTTP 5xx): a SHOULD fails, whatever the row's level.
+            (level, rule) = (Level::Should, "MRTR-E-A1");
+            (
+                Status::Fail,
+                format!(
+                    "refused as a server error ({reply}), which clients retry: a bad requestState is the client's error (-32602)"
                 ),
             )
         } else {
@@ -393,8 +439,8 @@ async fn play(ctx: &mut Ctx<'_>, row: &Row, input: Option<(&String, &Value)>) ->
         tool: ctx.flow.tool.clone(),
         family: row.family,
         id,
-        rule: row.rule,
-        level: row.level,
+        rule,
+        level,
         status,
         reason,
     }

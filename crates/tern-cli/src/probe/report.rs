@@ -6,12 +6,14 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::engine::{Case, Level, Status};
-use crate::ProbeArgs;
+use crate::{FailOn, ProbeArgs};
 use crate::{exit, safe};
 
 /// Prints the table (or JSON, or writes JUnit) and picks the exit code:
-/// 1 when a MUST case failed. `tools` are the flows probed, in order;
-/// `sent` the requests sent in all.
+/// 1 when a case failed at `--fail-on`'s level or a more binding one (by
+/// default a MUST or a SHOULD: a server without a round ceiling, or whose
+/// state does not bind the arguments, fails a CI gate). `tools` are the
+/// flows probed, in order; `sent` the requests sent in all.
 pub(super) fn report(
     tools: &[String],
     sent: usize,
@@ -19,9 +21,15 @@ pub(super) fn report(
     args: &ProbeArgs,
 ) -> Result<ExitCode, String> {
     let count = |s: Status| cases.iter().filter(|c| c.status == s).count();
-    let must_failed = cases
-        .iter()
-        .any(|c| c.status == Status::Fail && c.level == Level::Must);
+    // The most binding level that failed.
+    let worst = [Level::Must, Level::Should, Level::Advice]
+        .into_iter()
+        .find(|l| {
+            cases
+                .iter()
+                .any(|c| c.status == Status::Fail && c.level == *l)
+        });
+    let gated = worst.is_some_and(|l| gates(l, args.fail_on));
     if args.json {
         let out = json!({
             "tool": tools.first().map_or("", String::as_str),
@@ -36,23 +44,47 @@ pub(super) fn report(
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         table(tools, sent, cases);
+        let why = match worst {
+            None => String::new(),
+            Some(Level::Must) => " (a MUST failed)".to_owned(),
+            Some(Level::Should) => " (a SHOULD failed)".to_owned(),
+            Some(Level::Advice) => " (advice only)".to_owned(),
+        };
+        let passes = if worst.is_some() && !gated {
+            format!("; exit 0 under --fail-on {}", fail_on_name(args.fail_on))
+        } else {
+            String::new()
+        };
         println!(
-            "{} passed, {} failed, {} skipped{}",
+            "{} passed, {} failed, {} skipped{why}{passes}",
             count(Status::Pass),
             count(Status::Fail),
             count(Status::Skip),
-            if must_failed { " (a MUST failed)" } else { "" }
         );
     }
     if let Some(path) = &args.junit {
         std::fs::write(path, junit(cases, tools.len() > 1))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    Ok(exit::code(if must_failed {
-        exit::FAILED
-    } else {
-        exit::DONE
-    }))
+    Ok(exit::code(if gated { exit::FAILED } else { exit::DONE }))
+}
+
+/// Whether a failure at `level` fails the run under `--fail-on`.
+fn gates(level: Level, fail_on: FailOn) -> bool {
+    match level {
+        Level::Must => true,
+        Level::Should => fail_on >= FailOn::Should,
+        Level::Advice => fail_on == FailOn::Advice,
+    }
+}
+
+/// `--fail-on`'s value as typed.
+fn fail_on_name(fail_on: FailOn) -> &'static str {
+    match fail_on {
+        FailOn::Must => "must",
+        FailOn::Should => "should",
+        FailOn::Advice => "advice",
+    }
 }
 
 /// The table: the header, the tools passed over, then each flow's cases
@@ -134,7 +166,23 @@ fn junit(cases: &[Case], several: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::safe;
+
+    /// `--fail-on`: a level fails the run at its own setting and at every
+    /// stricter one.
+    #[test]
+    fn each_level_gates_from_its_own_setting_on() {
+        let rows = [
+            (Level::Must, [true, true, true]),
+            (Level::Should, [false, true, true]),
+            (Level::Advice, [false, false, true]),
+        ];
+        for (level, want) in rows {
+            let got = [FailOn::Must, FailOn::Should, FailOn::Advice].map(|f| gates(level, f));
+            assert_eq!(got, want, "{level:?}");
+        }
+    }
 
     #[test]
     fn a_servers_escape_sequences_are_shown_not_run() {

@@ -33,6 +33,9 @@ pub(super) enum Reply {
     Asked(Option<Value>, Map<String, Value>),
     /// A JSON-RPC error.
     Refused(i64, String),
+    /// An HTTP 5xx with no JSON-RPC message: a server error, which clients
+    /// retry.
+    ServerError(u16),
     /// No answer: the transport failed or timed out, or the budget is spent.
     Broken(String),
 }
@@ -47,7 +50,26 @@ impl Reply {
             Reply::Complete(_) => "completed".to_owned(),
             Reply::Asked(..) => "asked again (input_required)".to_owned(),
             Reply::Refused(code, msg) => format!("error {code}: {msg}"),
+            Reply::ServerError(status) => format!("HTTP {status} with no JSON-RPC message"),
             Reply::Broken(why) => format!("no answer: {why}"),
+        }
+    }
+
+    /// A server error (`-32603`, or an HTTP 5xx with no JSON-RPC message),
+    /// as a case's reason says it; `None` for any other reply.
+    pub(super) fn server_error(&self) -> Option<String> {
+        match self {
+            Reply::Refused(-32603, _) | Reply::ServerError(..) => Some(self.short()),
+            _ => None,
+        }
+    }
+
+    /// The reply to a request that failed at the transport: a server error
+    /// for an HTTP 5xx, no answer otherwise.
+    fn failed(e: &tern::client::Error) -> Reply {
+        match e.status() {
+            Some(status) if (500..600).contains(&status) => Reply::ServerError(status),
+            _ => Reply::Broken(exit::explain(e, None)),
         }
     }
 }
@@ -196,7 +218,7 @@ impl Probe {
         let reply = async {
             match transport.request(request).await {
                 Ok(frames) => read_reply(frames).await,
-                Err(e) => Reply::Broken(exit::explain(&e, None)),
+                Err(e) => Reply::failed(&e),
             }
         };
         tokio::time::timeout(REPLY_TIMEOUT, reply)
@@ -358,7 +380,7 @@ async fn read_reply(mut frames: Frames) -> Reply {
             }
             Ok(Message::Error(e)) => return Reply::Refused(e.error.code.0, e.error.message),
             Ok(_) => {}
-            Err(e) => return Reply::Broken(exit::explain(&e, None)),
+            Err(e) => return Reply::failed(&e),
         }
     }
     Reply::Broken("the response ended without a result".to_owned())

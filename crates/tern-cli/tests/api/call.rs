@@ -234,3 +234,30 @@ fn login(t: &Target, reply: &str, code: i32, expect: &str) {
     assert_eq!(out.status.code(), Some(code), "{stdout}");
     assert!(stdout.contains(expect), "{stdout}");
 }
+
+/// Issue 52: the one line of `tern --help` names every command clap lists
+/// under "Commands:" (it had named 5 of them), `help` aside.
+#[test]
+fn the_help_line_names_every_command() {
+    let out = Command::new(tern_bin()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let about = help.lines().next().unwrap();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A wrapped description goes on indented further.
+        .filter(|l| !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert_eq!(commands.len(), 12, "{help}");
+    let named: Vec<&str> = about
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+        .collect();
+    for c in &commands {
+        assert!(named.contains(c), "{c} is not in {about:?}");
+    }
+}

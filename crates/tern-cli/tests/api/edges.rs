@@ -157,11 +157,22 @@ fn automatic_consent_is_said_and_sampling_needs_a_source() {
         .says("tern: sharing the roots file://")
         .says("without asking (--yes; --no-roots shares none)");
     // No model source and no terminal: sampling is not declared, and the
-    // server's -32021 comes with what to pass.
+    // server's -32021 comes with what it names and what to pass.
     t.call(&["tool", "ask_model", "question=hi"])
         .failed(3)
         .says("-32021")
-        .says("for sampling pass --sampling-cmd or --model-url");
+        .says("tern: the server requires the sampling capability; pass --sampling-cmd COMMAND or --model-url URL");
+    // --no-sampling withheld it: that is the flag named.
+    t.call(&[
+        "tool",
+        "ask_model",
+        "question=hi",
+        "--no-sampling",
+        "--sampling-cmd",
+        "echo 42",
+    ])
+    .failed(3)
+    .says("tern: the server requires the sampling capability; drop --no-sampling\n");
     // A command without a terminal needs --yes to approve.
     t.call(&[
         "tool",

@@ -95,9 +95,12 @@ fn without_a_terminal_no_root_is_offered_or_shared_without_consent() {
     let h = Hostile::legacy(asks("roots/list", json!({}), 1000));
     h.call(&["tool", "t"]).failed(3).says("round limit");
     let init = &h.requests("initialize")[0];
+    // The tasks extension is declared by default (issue 52); a 2025-11-25
+    // server ignores what it does not know.
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"elicitation": {"form": {}, "url": {}}})
+        json!({"elicitation": {"form": {}, "url": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     let answers = h.answers();
     // The 10th is the ceiling's refusal; a request sent after it may race
@@ -110,19 +113,21 @@ fn without_a_terminal_no_root_is_offered_or_shared_without_consent() {
     assert!(!log.contains("file://"), "a root was shared: {log}");
 
     // A 2026-07-28 server that needs roots says so (-32021), and tern names
-    // both ways to consent.
+    // the capability and both ways to consent (issue 52).
     let h = Hostile::modern(json!({"tools": [tool("t")], "call": {"rounds": [{"error": {
         "code": -32021, "message": "Server requires the roots capability",
         "data": {"requiredCapabilities": {"roots": {}}}}}]}}));
     let r = h.call(&["tool", "t"]);
     r.failed(3).says(
-        "the server needs a kind of input this call did not offer: for roots pass --root DIR to share a directory, or --yes to share the current one",
+        "tern: the server requires the roots capability; pass --root DIR to share a directory, or --yes to share the current one (a terminal asks instead)\n",
     );
-    assert!(!r.stderr.contains("for sampling"), "{r:#?}");
+    assert!(!r.stderr.contains("sampling"), "{r:#?}");
+    assert!(!r.stderr.contains("tasks"), "{r:#?}");
     let sent = &h.requests("tools/call")[0];
     assert_eq!(
         sent["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}, "url": {}}})
+        json!({"elicitation": {"form": {}, "url": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     // --root is the consent: declared, and shared without a terminal.
     let h = Hostile::modern(json!({"tools": [tool("t")], "call": {"rounds": [
@@ -371,7 +376,7 @@ fn the_deploy_shares_no_root_without_consent() {
     let answers = r#"{"deployment_approval": {"action": "accept", "content": {"approved": true}}}"#;
     t.call_with(answers, &["tool", "deploy", "environment=staging", "-v"])
         .ok()
-        .says("declared clientCapabilities: {\"sampling\":{},\"elicitation\":{\"form\":{},\"url\":{}}}")
+        .says("declared clientCapabilities: {\"sampling\":{},\"elicitation\":{\"form\":{},\"url\":{}},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}")
         .says("deployed to staging with 0 workspace root(s)");
     let dir = std::fs::canonicalize(t.dir()).unwrap();
     let dir = dir.display().to_string();

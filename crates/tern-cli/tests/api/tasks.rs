@@ -1,8 +1,13 @@
-//! `tern call --tasks` through the workload's `migrate` task, which asks
-//! during its run; `--detach` and `tern task get|wait|cancel`; the same
-//! tool without tasks, as an MRTR flow.
+//! `tern call` through the workload's `migrate` task, which asks during
+//! its run (the tasks extension is declared by default); `--detach` and
+//! `tern task get|wait|cancel`; the same tool with `--no-tasks`, as an
+//! MRTR flow; a tool that runs only as a task (issue 52).
 
 use std::process::Command;
+
+use tern::server::{
+    Outcome, Server as TernServer, Task, TaskScope, TaskSupport, ToolDef, ToolResult,
+};
 
 use super::common::{Server, Target, run, tern_bin};
 
@@ -24,10 +29,10 @@ fn a_call_follows_its_task_and_answers_its_question() {
             "migrate",
             "database=orders",
             "seconds=0.3",
-            "--tasks",
             "--json",
         ],
     );
+    // No flag: the extension is declared by default.
     r.ok().says("migrated orders");
     // The status lines: created working, then the question, then done.
     assert!(r.stderr.contains("· working"), "{r:#?}");
@@ -42,9 +47,91 @@ fn a_call_follows_its_task_and_answers_its_question() {
 #[test]
 fn without_tasks_the_same_tool_is_a_flow_of_rounds() {
     let t = Target::stdio();
-    let r = t.call_with(APPLY, &["tool", "migrate", "database=orders", "--verbose"]);
+    let r = t.call_with(
+        APPLY,
+        &[
+            "tool",
+            "migrate",
+            "database=orders",
+            "--verbose",
+            "--no-tasks",
+        ],
+    );
     r.ok().says("migrated orders").says("input_required");
     assert!(!r.stderr.contains("task "), "{r:#?}");
+    assert!(!r.stderr.contains("extensions"), "{r:#?}");
+}
+
+/// A server built with tern whose `build` tool runs only as a task
+/// (`TaskSupport::Required`), on HTTP.
+struct TaskOnly {
+    url: String,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn task_only_server() -> TaskOnly {
+    async fn build(task: Task) -> Outcome {
+        task.run(|scope: TaskScope| async move {
+            scope.status("compiling");
+            ToolResult::text("built")
+        })
+    }
+    let server = TernServer::builder("task-only", "1.0.0")
+        .tool_def(
+            ToolDef::new("build", "Builds, only as a task", build).task(TaskSupport::Required),
+        )
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (addr, _) = rt
+        .block_on(tern::http::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            server,
+            tern::http::HttpOptions::default(),
+        ))
+        .unwrap();
+    TaskOnly {
+        url: format!("http://{addr}/mcp"),
+        _rt: rt,
+    }
+}
+
+fn call_build(s: &TaskOnly, extra: &[&str]) -> super::common::Run {
+    let mut cmd = Command::new(tern_bin());
+    cmd.args(["call", &s.url, "tool", "build"]).args(extra);
+    run(cmd)
+}
+
+/// Issue 52: a tool that runs only as a task just works with `tern call
+/// URL tool build`, as the extension is declared like the kinds of input;
+/// `--tasks`, from before, is still accepted and changes nothing.
+#[test]
+fn a_task_only_tool_runs_with_no_flag() {
+    let s = task_only_server();
+    let r = call_build(&s, &["--json"]);
+    r.ok();
+    assert!(r.stderr.contains("· completed"), "{r:#?}");
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "built", "{v}");
+    call_build(&s, &["--tasks"]).ok().says("built");
+}
+
+/// With `--no-tasks` the server's -32021 (META-S10) names the tasks
+/// extension in its data, and tern says exactly that and which flag to
+/// drop, with no advice about kinds of input the server did not ask for.
+#[test]
+fn with_no_tasks_the_refusal_names_the_extension_and_the_flag() {
+    let s = task_only_server();
+    let r = call_build(&s, &["--no-tasks"]);
+    r.failed(3)
+        .says(r#"tern: error data: {"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#)
+        .says("tern: the server requires the tasks extension (io.modelcontextprotocol/tasks); drop --no-tasks\n");
+    for other in ["sampling", "--root", "elicitation"] {
+        assert!(!r.stderr.contains(other), "{other}: {r:#?}");
+    }
+    // --no-tasks cannot be given with what needs tasks.
+    call_build(&s, &["--no-tasks", "--detach"]).failed(2);
+    call_build(&s, &["--no-tasks", "--tasks"]).failed(2);
 }
 
 #[test]

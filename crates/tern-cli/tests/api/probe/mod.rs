@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::common::{Run, Server, run, tern_bin};
+use super::common::{Run, Server, listening, run, tern_bin};
 
 mod flows;
 
@@ -276,7 +276,9 @@ fn the_python_sdk_server_as_recorded() {
 /// takes `inputResponses: null` as no answers, its helpers read a decline
 /// and a cancel alike (both re-ask), a root is not checked to be a file
 /// URI, there is no round ceiling, and `inputResponses` on other methods
-/// are ignored. No MUST fails. A change in the SDK shows here.
+/// are ignored. No MUST fails, so the probe exits 1 by default (SHOULD
+/// cases fail) and 0 under `--fail-on must`. A change in the SDK shows
+/// here.
 #[test]
 #[cfg_attr(
     tern_no_ts2_sdk,
@@ -286,8 +288,19 @@ fn the_typescript_sdk_server_as_recorded() {
     let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../interop/ts2/deploy-server.mjs");
     let cmd = format!("node '{}'", server.display());
+    tern(&[
+        "probe",
+        "--cmd",
+        &cmd,
+        "--tool",
+        "deploy",
+        "environment=prod",
+        "--fail-on",
+        "must",
+    ])
+    .ok();
     let r = probe_deploy(&cmd);
-    r.ok();
+    r.failed(1);
     let all = statuses(&r);
     let fails = failed(&all);
     assert_eq!(
@@ -317,17 +330,27 @@ fn the_typescript_sdk_server_as_recorded() {
 }
 
 /// A server with a sealed (HMAC) state bound to the arguments, whose flags
-/// switch on the round ceiling (`ceiling`) and single use (`once`): the
-/// probe must fail exactly the cases of the fault left in.
+/// switch on the round ceiling (`ceiling`) and single use (`once`), or
+/// leave the arguments unbound (`unbound`), answer a state it refuses with
+/// `-32603` (`internal`) or, over HTTP (`http`: it prints its URL on
+/// stderr), with HTTP 500 (`http500`): the probe must fail exactly the
+/// cases of the fault left in.
 const CAREFUL: &str = r#"
 import base64, hashlib, hmac, json, sys
 FLAGS = set(sys.argv[1:])
 KEY = b"k" * 32
+STATE_ERROR = -32603 if "internal" in FLAGS else -32602
 used = set()
+class Http500(Exception):
+    pass
 def reply(id, result):
-    print(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}), flush=True)
+    return {"jsonrpc": "2.0", "id": id, "result": result}
 def error(id, code, msg):
-    print(json.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": msg}}), flush=True)
+    return {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": msg}}
+def refuse_state(id):
+    if "http500" in FLAGS:
+        raise Http500()
+    return error(id, STATE_ERROR, "invalid requestState")
 def seal(body):
     raw = json.dumps(body).encode()
     tag = hmac.new(KEY, raw, hashlib.sha256).digest()
@@ -346,83 +369,134 @@ def ask(args, rnd):
     return {"resultType": "input_required", "requestState": state, "inputRequests": {"ok": {
         "method": "elicitation/create", "params": {"mode": "form", "message": "Go on?", "requestedSchema": {
             "type": "object", "properties": {"go": {"type": "boolean"}}, "required": ["go"]}}}}}
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
+def handle(m, name_header=None):
     method, p = m["method"], m.get("params") or {}
+    if name_header is not None and name_header != (p.get("name") or p.get("uri")):
+        return error(m["id"], -32020, "Header mismatch")
     if method == "tools/list":
-        reply(m["id"], {"resultType": "complete", "tools": [{"name": "spend", "inputSchema": {"type": "object"}}]})
-        continue
+        return reply(m["id"], {"resultType": "complete", "tools": [{"name": "spend", "inputSchema": {"type": "object"}}]})
     if method != "tools/call" or p.get("name") != "spend":
-        error(m["id"], -32602 if method == "tools/call" else -32601, "no")
-        continue
+        return error(m["id"], -32602 if method == "tools/call" else -32601, "no")
     if not p.get("_meta", {}).get("io.modelcontextprotocol/clientCapabilities", {}).get("elicitation"):
-        error(m["id"], -32021, "elicitation needed")
-        continue
+        return error(m["id"], -32021, "elicitation needed")
     args = p.get("arguments") or {}
     if "requestState" not in p:
-        reply(m["id"], ask(args, 1))
-        continue
+        return reply(m["id"], ask(args, 1))
     st = p["requestState"]
     body = unseal(st) if isinstance(st, str) else None
-    if body is None or body["args"] != args:
-        error(m["id"], -32602, "invalid requestState")
-        continue
+    if body is None or ("unbound" not in FLAGS and body["args"] != args):
+        return refuse_state(m["id"])
     if "ceiling" in FLAGS and body["round"] >= 8:
-        error(m["id"], -32602, "too many rounds")
-        continue
+        return error(m["id"], -32602, "too many rounds")
     answers = p.get("inputResponses")
     if not isinstance(answers, dict):
-        error(m["id"], -32602, "inputResponses must be an object")
-        continue
+        return error(m["id"], -32602, "inputResponses must be an object")
     a = answers.get("ok")
     if not isinstance(a, dict) or a.get("action") not in ("accept", "decline", "cancel"):
-        reply(m["id"], ask(args, body["round"] + 1))
-        continue
+        return reply(m["id"], ask(args, body["round"] + 1))
     if a["action"] != "accept":
-        reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": a["action"] + "d"}]})
-        continue
+        return reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": a["action"] + "d"}]})
     if not isinstance((a.get("content") or {}).get("go"), bool):
-        error(m["id"], -32602, "ok: go must be a boolean")
-        continue
+        return error(m["id"], -32602, "ok: go must be a boolean")
     if "once" in FLAGS:
         if st in used:
-            error(m["id"], -32602, "invalid requestState")
-            continue
+            return refuse_state(m["id"])
         used.add(st)
-    reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": "spent"}]})
+    return reply(m["id"], {"resultType": "complete", "content": [{"type": "text", "text": "spent"}]})
+if "http" in FLAGS:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    lock = threading.Lock()
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+        def do_POST(self):
+            m = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            try:
+                with lock:
+                    out = handle(m, self.headers.get("Mcp-Name")) if "id" in m else None
+            except Http500:
+                out, status = b"internal error", 500
+            else:
+                out, status = (json.dumps(out).encode() if out else b""), (200 if out else 202)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json" if status == 200 else "text/plain")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print("serving http://127.0.0.1:%d/mcp" % server.server_address[1], file=sys.stderr, flush=True)
+    server.serve_forever()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m:
+        print(json.dumps(handle(m)), flush=True)
 "#;
 
-/// The failing cases of `tern probe` against `CAREFUL` with `flags`.
-fn careful_failures(flags: &str) -> Vec<String> {
+/// `tern probe` against `CAREFUL` with `flags` (over stdio, or HTTP with
+/// the `http` flag), `--single-use spend --json` and `extra`.
+fn careful(flags: &str, extra: &[&str]) -> Run {
     let dir = tempfile::TempDir::new().unwrap();
     let script = dir.path().join("careful.py");
     std::fs::write(&script, CAREFUL).unwrap();
-    let cmd = format!("python3 {} {flags}", script.display());
-    let r = tern(&["probe", "--cmd", &cmd, "--single-use", "spend", "--json"]);
-    statuses(&r)
+    let fixed = ["--single-use", "spend", "--json"];
+    if !flags.split_whitespace().any(|f| f == "http") {
+        let cmd = format!("python3 {} {flags}", script.display());
+        return tern(&[&["probe", "--cmd", cmd.as_str()][..], &fixed[..], extra].concat());
+    }
+    let mut server = Command::new("python3");
+    server.arg(&script).args(flags.split_whitespace());
+    let (mut child, url) = listening(server, |l| l.strip_prefix("serving ").map(str::to_owned));
+    let r = tern(&[&["probe", url.as_str()][..], &fixed[..], extra].concat());
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
+
+/// The failing cases of `tern probe` against `CAREFUL` with `flags`.
+fn careful_failures(flags: &str) -> Vec<String> {
+    failed(&statuses(&careful(flags, &[])))
         .into_iter()
-        .filter(|(_, s)| s == "FAIL")
-        .map(|(c, _)| c)
+        .map(str::to_owned)
         .collect()
 }
 
+/// The failing cases of a run with their levels and rules.
+fn failed_levels(r: &Run) -> Vec<(String, String, String)> {
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r:#?}"));
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "FAIL")
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap().to_owned();
+            (
+                format!("{}: {}", s("family"), s("case")),
+                s("level"),
+                s("rule"),
+            )
+        })
+        .collect()
+}
+
+/// The advice cases `CAREFUL` always fails: it decodes a re-encoded state
+/// to the same bytes, and ignores inputResponses on tools/list.
+const ADVICE: [&str; 2] = [
+    "gates: inputResponses on tools/list",
+    "integrity: re-encoded as standard base64",
+];
+
 #[test]
 fn one_fault_fails_exactly_its_cases() {
-    // Both guards: only the advice cases (it decodes a re-encoded state to
-    // the same bytes, and ignores inputResponses on tools/list).
-    let advice = [
-        "gates: inputResponses on tools/list",
-        "integrity: re-encoded as standard base64",
-    ];
-    assert_eq!(careful_failures("ceiling once"), advice);
+    // Both guards: only the advice cases.
+    assert_eq!(careful_failures("ceiling once"), ADVICE);
     // No single use: the replay cases.
     assert_eq!(
         careful_failures("ceiling"),
         [
-            advice[0],
-            advice[1],
+            ADVICE[0],
+            ADVICE[1],
             "replay: the final state replayed",
             "replay: two retries of one state at once",
         ]
@@ -430,8 +504,115 @@ fn one_fault_fails_exactly_its_cases() {
     // No round ceiling.
     assert_eq!(
         careful_failures("once"),
-        [advice[0], advice[1], "rounds: a round ceiling"]
+        [ADVICE[0], ADVICE[1], "rounds: a round ceiling"]
     );
+}
+
+/// Issue 52 point 9: `tern probe` is a CI gate. By default (`--fail-on
+/// should`) a SHOULD failure exits 1, as a MUST failure does: no round
+/// ceiling, or a state that does not bind the arguments (MRTR-SEC3).
+/// `--fail-on must` lets them pass; `--fail-on advice` fails on advice
+/// too; a server that fails only advice exits 0 by default.
+#[test]
+fn a_should_failure_fails_the_run_unless_fail_on_must() {
+    // Correct but for advice: exit 0, and 1 only under --fail-on advice.
+    let r = careful("ceiling once", &[]);
+    r.ok();
+    assert_eq!(
+        failed_levels(&r)
+            .iter()
+            .map(|f| f.1.as_str())
+            .collect::<Vec<_>>(),
+        ["advice", "advice"],
+        "{r:#?}"
+    );
+    careful("ceiling once", &["--fail-on", "advice"]).failed(1);
+    let table = careful("ceiling once", &["--fail-on", "must"]);
+    table.ok();
+
+    // No round ceiling: one SHOULD.
+    let r = careful("once", &[]);
+    r.failed(1);
+    assert!(
+        failed_levels(&r).contains(&(
+            "rounds: a round ceiling".to_owned(),
+            "SHOULD".to_owned(),
+            "MRTR-SEC3".to_owned()
+        )),
+        "{r:#?}"
+    );
+    careful("once", &["--fail-on", "must"]).ok();
+
+    // The arguments not bound: one SHOULD.
+    let r = careful("ceiling once unbound", &[]);
+    r.failed(1);
+    assert_eq!(
+        failed(&statuses(&r)),
+        ["bindings: other arguments", ADVICE[0], ADVICE[1]],
+        "{r:#?}"
+    );
+    careful("ceiling once unbound", &["--fail-on", "must"]).ok();
+
+    // No single use: MUST cases, whatever --fail-on says.
+    careful("ceiling", &["--fail-on", "must"]).failed(1);
+}
+
+/// Every case where the server must refuse a state, for `CAREFUL`'s one
+/// tool over stdio (no principal, no expiry without --state-ttl).
+const STATE_CASES: [&str; 12] = [
+    "bindings: other arguments",
+    "integrity: a number",
+    "integrity: an object",
+    "integrity: bit flip at the end",
+    "integrity: bit flip at the start",
+    "integrity: bit flip in the middle",
+    "integrity: empty",
+    "integrity: forged",
+    "integrity: oversized (1 MiB)",
+    "integrity: truncated to half",
+    "replay: the final state replayed",
+    "replay: two retries of one state at once",
+];
+
+/// A state refused as a server error (`-32603`, or HTTP 500 with no
+/// JSON-RPC message) is not taken, so no MUST fails, but clients retry
+/// server errors: each such case is a SHOULD failure (MRTR-E-A1), which
+/// fails the run by default and passes under `--fail-on must`.
+#[test]
+fn a_state_refused_as_a_server_error_is_a_should_failure() {
+    for flags in ["ceiling once internal", "http ceiling once http500"] {
+        let r = careful(flags, &[]);
+        r.failed(1);
+        let fails = failed_levels(&r);
+        let state: Vec<&(String, String, String)> = fails
+            .iter()
+            .filter(|(c, _, _)| !ADVICE.contains(&c.as_str()))
+            .collect();
+        let mut names: Vec<&str> = state.iter().map(|f| f.0.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, STATE_CASES, "{flags}: {r:#?}");
+        for (case, level, rule) in state {
+            assert_eq!(
+                (level.as_str(), rule.as_str()),
+                ("SHOULD", "MRTR-E-A1"),
+                "{flags}: {case}"
+            );
+        }
+        let all: Value = serde_json::from_str(&r.stdout).unwrap();
+        let forged = all["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["case"] == "forged")
+            .unwrap();
+        let expect = if flags.contains("http500") {
+            "refused as a server error (HTTP 500 with no JSON-RPC message), which clients retry: a bad requestState is the client's error (-32602)"
+        } else {
+            "refused as a server error (error -32603: invalid requestState), which clients retry: a bad requestState is the client's error (-32602)"
+        };
+        assert_eq!(forged["reason"], expect, "{flags}");
+        careful(flags, &["--fail-on", "must"]).ok();
+    }
 }
 
 /// A 2025-11-25 server has no requestState: the probe finds its era and
