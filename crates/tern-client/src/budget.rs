@@ -18,11 +18,13 @@ use crate::Error;
 pub const MAX_OTHER_SERVER_REQUESTS: u32 = 100;
 
 /// What one call has used: its rounds and the server's requests that are
-/// not for input.
+/// not for input; and when it must be over, so that a busy refusal is
+/// sent again only within it.
 pub(crate) struct Budget {
     max_rounds: u32,
     round: u32,
     other: u32,
+    deadline: Option<tokio::time::Instant>,
 }
 
 impl Budget {
@@ -42,7 +44,20 @@ impl Budget {
             max_rounds,
             round,
             other: 0,
+            deadline: None,
         }
+    }
+
+    /// The same budget for a call that must be over within `deadline`
+    /// from now (the flow timeout the call runs under).
+    pub(crate) fn until(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = tokio::time::Instant::now().checked_add(deadline);
+        self
+    }
+
+    /// When the call must be over, if it has a deadline.
+    pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.deadline
     }
 
     /// The round the call is in.

@@ -247,6 +247,10 @@ pub(crate) struct Call<'a> {
     pub(crate) method: &'a str,
     pub(crate) params: Map<String, Value>,
     pub(crate) opts: &'a CallOptions,
+    /// When the whole call must be over; a busy refusal is sent again only
+    /// if the wait ends before it. `None`: no deadline but the request's
+    /// own.
+    pub(crate) deadline: Option<tokio::time::Instant>,
 }
 
 impl Client {
@@ -447,13 +451,14 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<R, Error> {
+        let deadline = self.flow_timeout(opts);
         let call = Call {
             method,
             params,
             opts,
+            deadline: tokio::time::Instant::now().checked_add(deadline),
         };
-        let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
-        let mut budget = Budget::new(self.max_rounds(opts));
+        let mut budget = Budget::new(self.max_rounds(opts)).until(deadline);
         let result = cancellable(opts.cancel.as_ref(), async {
             tokio::time::timeout(deadline, self.send(&call, &mut budget))
                 .await
@@ -467,6 +472,11 @@ impl Client {
                 "the server answered {method} with input_required, which only tools/call, prompts/get and resources/read may use"
             ))),
         }
+    }
+
+    /// The deadline of a whole call made with `opts`.
+    pub(crate) fn flow_timeout(&self, opts: &CallOptions) -> Duration {
+        opts.flow_timeout.unwrap_or(self.inner.flow_timeout)
     }
 
     pub(crate) fn next_id(&self) -> RequestId {
@@ -584,16 +594,55 @@ impl Client {
     }
 
     /// Sends `out` and reads its stream until the response to it, the one
-    /// frame loop of both eras. The request timeout bounds the time the
-    /// server takes, summed over the exchange; the time spent answering the
-    /// server's own requests (a person at a form) does not count, so a
-    /// server that trickles notifications cannot hold a call open past it
-    /// and a person is never hurried (CANC-7).
+    /// frame loop of both eras, and the one place a busy refusal is sent
+    /// again (issue 52): a request the server refused as busy before
+    /// anything of its answer arrived was not run, so the same request
+    /// (its id free again, BASE-3) goes out again after a backoff with
+    /// jitter, at most [`MAX_BUSY_RETRIES`](crate::MAX_BUSY_RETRIES) times
+    /// and never past the call's deadline; then the refusal is the
+    /// caller's.
     pub(crate) async fn exchange(
         &self,
         call: &Call<'_>,
         out: OutboundRequest,
         mut requests: ServerRequests<'_>,
+    ) -> Result<Map<String, Value>, Error> {
+        let mut retry = 0;
+        loop {
+            let mut heard = false;
+            let e = match self
+                .exchange_once(call, out.clone(), &mut requests, &mut heard)
+                .await
+            {
+                Err(e) if !heard && e.is_busy() => e,
+                done => return done,
+            };
+            let wait = crate::busy::backoff(retry, e.retry_after(), crate::busy::draw());
+            let late = call
+                .deadline
+                .is_some_and(|d| tokio::time::Instant::now() + wait >= d);
+            if retry >= crate::busy::MAX_BUSY_RETRIES || wait > crate::busy::MAX_BUSY_WAIT || late {
+                return Err(e);
+            }
+            retry += 1;
+            tracing::debug!(method = call.method, retry, ?wait, error = %e, "the server is busy; sending the request again");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One sending of `out` and the reading of its stream. The request
+    /// timeout bounds the time the server takes, summed over the exchange;
+    /// the time spent answering the server's own requests (a person at a
+    /// form) does not count, so a server that trickles notifications
+    /// cannot hold a call open past it and a person is never hurried
+    /// (CANC-7). `heard` is set once anything but the final answer
+    /// arrived: the request was under way.
+    async fn exchange_once(
+        &self,
+        call: &Call<'_>,
+        out: OutboundRequest,
+        requests: &mut ServerRequests<'_>,
+        heard: &mut bool,
     ) -> Result<Map<String, Value>, Error> {
         let id = out.id.clone();
         let wait = self.inner.request_timeout;
@@ -611,7 +660,11 @@ impl Client {
                     call.method
                 )));
             };
-            match frame? {
+            let frame = frame?;
+            if matches!(frame, Message::Notification(_) | Message::Request(_)) {
+                *heard = true;
+            }
+            match frame {
                 Message::Notification(n) => {
                     if let Some(h) = &call.opts.on_notification {
                         h(&n);
@@ -624,7 +677,7 @@ impl Client {
                 Message::Result(_) | Message::Error(_) => {
                     return Err(Error::protocol("a response for another request id"));
                 }
-                Message::Request(r) => match &mut requests {
+                Message::Request(r) => match requests {
                     // BASE-7, MRTR-S13: 2026-07-28 servers never send
                     // requests.
                     ServerRequests::Refuse => {

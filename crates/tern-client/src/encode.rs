@@ -109,6 +109,7 @@ mod tests {
                 method: methods::TOOLS_CALL,
                 params: params.as_object().unwrap().clone(),
                 opts: &opts,
+                deadline: None,
             };
             for (id, m) in [
                 (RequestId::Number(7), Some(meta)),

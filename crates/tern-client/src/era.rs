@@ -197,12 +197,13 @@ impl Client {
     /// COMPAT-C5/C8: `server/discover` with the modern `_meta` first.
     async fn probe(&self) -> Result<Connection, Error> {
         let opts = crate::CallOptions::default();
+        let deadline = self.inner.probe_timeout;
         let call = Call {
             method: methods::SERVER_DISCOVER,
             params: Map::new(),
             opts: &opts,
+            deadline: tokio::time::Instant::now().checked_add(deadline),
         };
-        let deadline = self.inner.probe_timeout;
         let answer = tokio::time::timeout(deadline, self.send_modern(&call)).await;
         let legacy_because = match answer {
             Ok(Ok(result)) => match serde_json::from_value::<DiscoverResult>(Value::Object(result))
@@ -225,6 +226,9 @@ impl Client {
                     Ok(Connection::Modern(Mutex::new(None)))
                 };
             }
+            // Busy says nothing of the era (any server may be): the call
+            // fails as busy, and the next one probes again.
+            Ok(Err(e)) if e.is_busy() => return Err(e),
             Ok(Err(e)) if reached_the_server(&e) => e.to_string(),
             Ok(Err(e)) => return Err(e),
             Err(_) => format!("server/discover got no answer within {deadline:?}"),
@@ -253,6 +257,7 @@ impl Client {
             method: legacy::INITIALIZE,
             params,
             opts: &opts,
+            deadline: None,
         };
         // The handshake is a request of its own, not a round of the call
         // that happened to reach the server first.
@@ -311,6 +316,7 @@ impl Client {
             method: legacy::LOGGING_SET_LEVEL,
             params,
             opts: &opts,
+            deadline: budget.deadline(),
         };
         match self
             .send_legacy_once(&call, Some(&session.version), budget)

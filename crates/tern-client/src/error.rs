@@ -3,6 +3,7 @@
 //! kept apart from local failures (DIGEST ERR-6, ERR-A1).
 
 use std::fmt;
+use std::time::Duration;
 
 use tern_types::{ErrorCode, ErrorObject};
 
@@ -197,6 +198,30 @@ impl Error {
     /// pending call resumed as the wrong result type).
     pub fn is_usage(&self) -> bool {
         matches!(self.kind, Kind::Usage)
+    }
+
+    /// The server refused the request as busy before running it: a limit
+    /// was reached, try again later (`-31003` naming the limit, issue 52;
+    /// or an HTTP 429 that carried no JSON-RPC message). The client has
+    /// already sent it again a few times ([`MAX_BUSY_RETRIES`]) by the time
+    /// the caller sees this. A `-31003` without `data.limit` is the
+    /// application's own error, not a refusal, and is not busy.
+    ///
+    /// [`MAX_BUSY_RETRIES`]: crate::MAX_BUSY_RETRIES
+    pub fn is_busy(&self) -> bool {
+        match &self.kind {
+            Kind::Remote(e) => e.busy_data().is_some(),
+            Kind::Transport => self.status == Some(429),
+            _ => false,
+        }
+    }
+
+    /// When a busy server asked to be tried again (`data.retryAfterMs`),
+    /// if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.remote_error()
+            .and_then(ErrorObject::busy_data)
+            .and_then(|d| d.retry_after())
     }
 
     /// The peer's JSON-RPC error, when [`is_remote`](Self::is_remote).

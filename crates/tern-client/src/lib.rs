@@ -22,6 +22,7 @@
 //! provider (see [`EraPolicy`]; DIGEST COMPAT-C5..C10).
 
 mod budget;
+mod busy;
 mod cancel;
 mod client;
 mod encode;
@@ -38,6 +39,7 @@ mod transport;
 mod xmh;
 
 pub use budget::MAX_OTHER_SERVER_REQUESTS;
+pub use busy::MAX_BUSY_RETRIES;
 pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
 pub use era::EraPolicy;

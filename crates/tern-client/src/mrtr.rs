@@ -180,7 +180,7 @@ impl Client {
         arguments: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<Step<CallToolResult>, Error> {
-        let mut budget = Budget::new(self.max_rounds(opts));
+        let mut budget = Budget::new(self.max_rounds(opts)).until(self.flow_timeout(opts));
         self.bounded::<CallToolResult, _>(opts, async {
             let first = self
                 .round(tool_params(name, arguments), &mut budget, None, None, opts)
@@ -274,7 +274,8 @@ impl Client {
                 "answers {answered:?} do not match the requests {asked:?} (MRTR-C3)"
             )));
         }
-        let mut budget = Budget::resuming(self.max_rounds(opts), pending.round);
+        let mut budget =
+            Budget::resuming(self.max_rounds(opts), pending.round).until(self.flow_timeout(opts));
         budget.retry()?;
         let responses = (!pending.input_requests.is_empty()).then_some(responses);
         self.bounded::<T, _>(
@@ -333,7 +334,8 @@ impl Client {
         pending: PendingCall<T>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
-        let mut budget = Budget::resuming(self.max_rounds(opts), pending.round);
+        let mut budget =
+            Budget::resuming(self.max_rounds(opts), pending.round).until(self.flow_timeout(opts));
         let step = self
             .bounded::<T, _>(opts, self.run(Step::Pending(pending), &mut budget, opts))
             .await?;
@@ -358,7 +360,7 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<Step<T>, Error> {
-        let mut budget = Budget::new(self.max_rounds(opts));
+        let mut budget = Budget::new(self.max_rounds(opts)).until(self.flow_timeout(opts));
         self.bounded::<T, _>(opts, self.round(params, &mut budget, None, None, opts))
             .await
     }
@@ -368,7 +370,7 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<T, Error> {
-        let mut budget = Budget::new(self.max_rounds(opts));
+        let mut budget = Budget::new(self.max_rounds(opts)).until(self.flow_timeout(opts));
         let step = self
             .bounded::<T, _>(opts, async {
                 let first = self.round(params, &mut budget, None, None, opts).await?;
@@ -387,7 +389,7 @@ impl Client {
         opts: &'a CallOptions,
         fut: impl Future<Output = Result<R, Error>> + Send + 'a,
     ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
-        let deadline = opts.flow_timeout.unwrap_or(self.inner.flow_timeout);
+        let deadline = self.flow_timeout(opts);
         cancellable(opts.cancel.as_ref(), async move {
             tokio::time::timeout(deadline, fut).await.map_err(|_| {
                 Error::timeout(format!("{} took longer than {deadline:?}", T::METHOD))
@@ -485,6 +487,7 @@ impl Client {
             method: T::METHOD,
             params,
             opts,
+            deadline: budget.deadline(),
         };
         let sent = self.send(&call, budget).await;
         let round = budget.round();

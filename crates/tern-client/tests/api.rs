@@ -2,6 +2,7 @@
 //! back to back in memory, and against a scripted transport.
 
 mod api {
+    mod busy;
     mod flows;
     mod legacy;
     mod observe;

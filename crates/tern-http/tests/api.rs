@@ -3,6 +3,7 @@
 
 mod api {
     mod busy;
+    mod busy_client;
     mod client;
     mod connections;
     mod listener;
