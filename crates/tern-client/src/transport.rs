@@ -160,7 +160,7 @@ impl<'a> ServerTime<'a> {
     pub(crate) fn new(transport: &'a dyn Transport, wait: std::time::Duration) -> Self {
         ServerTime {
             transport,
-            deadline: tokio::time::Instant::now() + wait,
+            deadline: instant() + wait,
             counted: transport.person_time(),
         }
     }
@@ -255,4 +255,15 @@ impl Drop for Frames {
             f();
         }
     }
+}
+
+/// The runtime's monotonic time, which the client's deadlines and waits
+/// are measured on (tokio's paused time drives it in tests): the client's
+/// one read of it, as `tern_server::clock` is the server's.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the client's named home of monotonic time"
+)]
+pub(crate) fn instant() -> tokio::time::Instant {
+    tokio::time::Instant::now()
 }

@@ -11,4 +11,5 @@ mod api {
     mod large;
     mod notifications;
     mod relay;
+    mod task_gate;
 }

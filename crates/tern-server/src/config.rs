@@ -21,9 +21,12 @@ pub struct Config {
     pub limits: Limits,
     /// The most `inputResponses` entries read (default 64).
     pub max_input_responses: usize,
-    /// The most bytes of `inputResponses` accepted (default 256 KiB plus
-    /// 1 MiB for sampling answers).
+    /// The most bytes of one round's answers other than samples (default
+    /// 256 KiB): forms, URL steps and roots are small.
     pub max_input_bytes: usize,
+    /// The most bytes of one round's sampling answers, on top of
+    /// `max_input_bytes` (default 1 MiB): a model's text can be long.
+    pub max_sample_bytes: usize,
     /// Page size of the list methods (default 100).
     pub page_size: usize,
     /// `ttlMs` on cacheable results (default 0: stale at once).
@@ -108,7 +111,8 @@ impl Default for Config {
             skew: Duration::from_secs(30),
             limits: Limits::default(),
             max_input_responses: 64,
-            max_input_bytes: 256 * 1024 + 1024 * 1024,
+            max_input_bytes: 256 * 1024,
+            max_sample_bytes: 1024 * 1024,
             page_size: 100,
             cache_ttl_ms: 0,
             cache_scope: CacheScope::Private,

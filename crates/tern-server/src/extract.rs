@@ -34,6 +34,9 @@ pub struct CallContext {
     pub(crate) uri_params: HashMap<String, String>,
     pub(crate) round: u8,
     pub(crate) flow_id: [u8; 16],
+    /// Whether a task body this run returns becomes a task: a task route's
+    /// call from a request that declared the extension.
+    pub(crate) as_task: bool,
 }
 
 impl CallContext {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use tern_proto::accept::{Envelope, LOG_LEVELS, RequestMeta};
 use tern_proto::decode::{DecodeError, Decoded, Message};
-use tern_proto::finish::{encode_error, encode_notification};
+use tern_proto::finish::{encode_error, encode_notification, encode_result};
 use tern_proto::{Inbound, McpError, Principal};
 use tern_types::legacy::{
     Era, InitializeRequestParams, InitializeResult, SetLevelRequestParams, SubscribeRequestParams,
@@ -36,7 +36,7 @@ use crate::notify::Sink;
 use crate::registry::Registry;
 use crate::round::Once;
 use crate::round::bridge::Bridge;
-use crate::server::{Change, Reply, Route, Server};
+use crate::server::{Admitted, Change, Reply, Route, Server};
 
 /// A legacy session: what `initialize` fixed, the resources subscribed to,
 /// and the server-initiated requests waiting for the client. Cheap to
@@ -420,6 +420,15 @@ impl Server {
         inbound: Inbound,
         sink: Sink,
     ) -> Reply {
+        // A ping is always answered: it holds nothing and runs nothing, and
+        // a client's liveness check must not read a server that is busy
+        // with its calls as one that is down.
+        if req.method == legacy::PING {
+            return Reply::Message {
+                status: 200,
+                body: encode_result(&req.id, &Map::new()),
+            };
+        }
         // A session's call holds a place among the requests running, as a
         // modern request does (SECURITY.md, "Every request").
         let _place = match self.running_place(&req.id, &inbound.principal) {
@@ -538,7 +547,6 @@ impl Server {
         let params = || Value::Object(req.params.clone().unwrap_or_default());
         match req.method.as_str() {
             legacy::INITIALIZE => return self.initialize(session, params(), &reg).map(Some),
-            legacy::PING => return Ok(Some(Map::new())),
             legacy::LOGGING_SET_LEVEL => {
                 let p: SetLevelRequestParams = serde_json::from_value(params())
                     .map_err(|e| McpError::invalid_params(format!("Invalid params: {e}")))?;
@@ -576,41 +584,38 @@ impl Server {
         let supported = &self.inner.supported;
         let mut a = Envelope::in_session(req, session.meta()).resolve(
             None,
-            // The modern-only methods have no meaning in a session.
-            |m| reg.offers(m) && !matches!(m, Method::ServerDiscover | Method::SubscriptionsListen),
+            // The modern-only methods, and the tasks extension's, have no
+            // meaning in a session.
+            |m| {
+                reg.offers(m)
+                    && !m.is_task()
+                    && !matches!(m, Method::ServerDiscover | Method::SubscriptionsListen)
+            },
             supported,
         )?;
         // Answers come only from the client's responses to this server's
         // own requests (SECURITY.md §3.8).
         a.params.remove("inputResponses");
         a.params.remove("requestState");
-        if let Some(authz) = &self.inner.authorize {
-            authz(&principal, &a).map_err(McpError::from)?;
-        }
-        if let Some(page) = self.list(&a, &reg) {
-            return page.map(Some);
-        }
-        let result = match a.method {
-            Method::CompletionComplete => {
-                let handler = reg
-                    .completion
-                    .clone()
-                    .ok_or_else(|| McpError::invalid_params("completions are not offered"))?;
-                let route = Route::plain(handler);
-                self.run_rounds(a, route, principal, sink, &mut Once)
-                    .await?
+        // The gates both eras share; only a flow's delivery is the
+        // session's own: its rounds are bridged to server-initiated requests.
+        match self.dispatch(a, None, &principal, reg)? {
+            Admitted::Done(result) => Ok(Some(result)),
+            Admitted::Complete(a, handler) => self
+                .run_rounds(a, Route::plain(handler), principal, sink, &mut Once)
+                .await
+                .map(Some),
+            Admitted::Flow(a, _, route) => {
+                let mut bridge = Bridge::new(self, session, sink.clone());
+                self.run_rounds(a, route, principal, sink, &mut bridge)
+                    .await
+                    .map(Some)
             }
-            m => match m.flow() {
-                Some(flow) => {
-                    let route = self.route(&a, flow, None, &reg)?;
-                    let mut bridge = Bridge::new(session, sink.clone(), self.config().flow_ttl);
-                    self.run_rounds(a, route, principal, sink, &mut bridge)
-                        .await?
-                }
-                None => return Err(McpError::invalid_params(format!("{m} is not served here"))),
-            },
-        };
-        Ok(Some(result))
+            // Refused by the resolve above.
+            Admitted::Listen(a, _) | Admitted::Task(a) => Err(
+                tern_proto::accept::method_not_found(a.method.as_str(), supported),
+            ),
+        }
     }
 
     fn initialize(

@@ -298,11 +298,7 @@ impl Server {
         run: impl Future<Output = Result<Option<Map<String, Value>>, McpError>>,
         shape: fn(&mut Map<String, Value>),
     ) -> Reply {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "a duration for logs and metrics, not a protocol clock"
-        )]
-        let started = std::time::Instant::now();
+        let started = self.inner.clock.instant();
         let ran = AssertUnwindSafe(run)
             .catch_unwind()
             .instrument(span.clone())
@@ -343,7 +339,7 @@ impl Server {
                 )
             }
         };
-        let took = started.elapsed();
+        let took = self.inner.clock.instant() - started;
         self.metrics().request(method, outcome, took);
         #[expect(
             clippy::cast_precision_loss,
@@ -376,9 +372,7 @@ impl Server {
                     .await
                     .map(Some)
             }
-            Admitted::Flow(a, flow, reg) => {
-                self.invoke(a, flow, headers, principal, sink, &reg).await
-            }
+            Admitted::Flow(a, flow, route) => self.invoke(a, flow, route, principal, sink).await,
             Admitted::Task(a) => {
                 let mut result = Box::pin(self.task_method(&a, &principal)).await?;
                 stamp_complete(&mut result, Some(&self.inner.info));
@@ -387,8 +381,8 @@ impl Server {
         }
     }
 
-    /// The synchronous part of [`Server::serve`]: the accept steps,
-    /// authorization, and the methods that need no waiting.
+    /// The synchronous part of [`Server::serve`]: the accept steps (HTTP-A5
+    /// 6–12), then the gates every era shares ([`Server::dispatch`]).
     fn accept_and_route(
         &self,
         req: tern_types::Request,
@@ -400,6 +394,23 @@ impl Server {
         let reg = self.registry();
         let envelope = accept(req, meta, headers, supported)?;
         let a = envelope.resolve(headers, |m| reg.offers(m), supported)?;
+        self.dispatch(a, headers, principal, reg)
+    }
+
+    /// The one dispatch of an accepted request, whichever era it came in
+    /// (2026-07-28, a 2025-11-25 session, the tasks extension, the proxy
+    /// serving either): authorization on every round (SECURITY.md §3.7),
+    /// the lists, then the method, a flow's route and its task gate. The
+    /// eras differ only in how a flow's rounds are delivered, which the
+    /// caller chooses once this has passed.
+    pub(crate) fn dispatch(
+        &self,
+        a: Accepted,
+        headers: Option<&McpHeaders>,
+        principal: &Principal,
+        reg: Arc<Registry>,
+    ) -> Result<Admitted, McpError> {
+        let supported = &self.inner.supported;
         if let Some(authz) = &self.inner.authorize {
             authz(principal, &a).map_err(McpError::from)?;
         }
@@ -424,34 +435,38 @@ impl Server {
                 Ok(Admitted::Complete(a, handler))
             }
             m => match m.flow() {
-                Some(flow) => Ok(Admitted::Flow(a, flow, reg)),
+                Some(flow) => {
+                    let route = self.route(&a, flow, headers, &reg)?;
+                    // The tasks extension: a tool that runs only as a task
+                    // is refused before it runs when the request cannot take
+                    // one (EXT-2), in every era: a 2025-11-25 session cannot
+                    // declare the extension, and under the bridge the tool
+                    // would run inline, again from the top on every question.
+                    if route.task == Some(crate::tasks::TaskSupport::Required)
+                        && !a
+                            .meta
+                            .client_capabilities
+                            .extension(tern_types::methods::TASKS_EXTENSION)
+                    {
+                        return Err(crate::tasks::extension_required("this tool"));
+                    }
+                    Ok(Admitted::Flow(a, flow, route))
+                }
                 None => Err(method_not_found(m.as_str(), supported)),
             },
         }
     }
 
-    /// `tools/call`, `prompts/get` and `resources/read`: route, open the
-    /// flow (its state verified), then the rounds, delivered sealed.
+    /// `tools/call`, `prompts/get` and `resources/read` once routed: open
+    /// the flow (its state verified), then the rounds, delivered sealed.
     async fn invoke(
         &self,
         mut a: Accepted,
         flow: FlowMethod,
-        headers: Option<&McpHeaders>,
+        route: Route,
         principal: Principal,
         sink: Sink,
-        reg: &Registry,
     ) -> Result<Option<Map<String, Value>>, McpError> {
-        let route = self.route(&a, flow, headers, reg)?;
-        // The tasks extension: a tool that runs only as a task is refused
-        // before it runs when the request cannot take one (EXT-2).
-        if route.task == Some(crate::tasks::TaskSupport::Required)
-            && !a
-                .meta
-                .client_capabilities
-                .extension(tern_types::methods::TASKS_EXTENSION)
-        {
-            return Err(crate::tasks::extension_required("this tool"));
-        }
         match self
             .open_flow(&mut a, flow, &principal, route.limits)
             .await?
@@ -627,15 +642,15 @@ fn trace_context(v: &str) -> Option<(&str, &str)> {
 }
 
 /// What [`Server::accept_and_route`] leaves to do.
-enum Admitted {
+pub(crate) enum Admitted {
     /// Answered already.
     Done(Map<String, Value>),
     /// `subscriptions/listen`.
     Listen(Accepted, Arc<Registry>),
     /// `completion/complete`, with its handler.
     Complete(Accepted, Arc<dyn ErasedHandler>),
-    /// A multi round-trip method.
-    Flow(Accepted, FlowMethod, Arc<Registry>),
+    /// A multi round-trip method, routed, its gates passed.
+    Flow(Accepted, FlowMethod, Route),
     /// `tasks/get`, `tasks/update` or `tasks/cancel` (a fleet's store may
     /// be read).
     Task(Accepted),

@@ -6,6 +6,7 @@ mod api {
     mod answers;
     mod budgets;
     mod busy;
+    mod dispatch;
     mod form_derive;
     mod gates;
     mod hardening;

@@ -9,3 +9,13 @@ pub mod provider;
 pub mod redis;
 pub mod request;
 pub mod transport;
+
+/// The runtime's monotonic time, for a test that measures how long the
+/// code under test waited (under paused time, what the runtime moved).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "tests read the runtime's paused time"
+)]
+pub fn runtime_now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}

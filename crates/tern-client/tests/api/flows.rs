@@ -302,7 +302,7 @@ async fn a_cancelled_token_sends_nothing() {
 async fn state_only_rounds_back_off_then_finish() {
     let (t, _) = server();
     let client = Client::new(t.clone());
-    let start = tokio::time::Instant::now();
+    let start = tern_testkit::runtime_now();
     let r = client.call_tool("polling", obj(json!({}))).await.unwrap();
     assert_eq!(text(&r), "ready after 2");
     let seen = t.seen();

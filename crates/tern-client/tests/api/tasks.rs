@@ -199,7 +199,7 @@ async fn a_key_listed_again_is_answered_once_and_the_poll_interval_is_bounded() 
         .provider(ada())
         .tasks(true)
         .build();
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let r = client.call_tool("x", obj(json!({}))).await.unwrap();
     assert_eq!(text(&r), "done");
     let seen: Vec<Value> = t.seen().iter().map(|s| s.body["method"].clone()).collect();

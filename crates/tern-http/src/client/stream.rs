@@ -176,7 +176,7 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
     };
     let mut decoder = sse::Decoder::new(max);
     let mut resumes = Resumes::default();
-    let mut opened = tokio::time::Instant::now();
+    let mut opened = opened_now();
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
@@ -211,7 +211,7 @@ async fn listen(mut resp: reqwest::Response, core: Core) {
             Ok(next) => {
                 resp = next;
                 decoder.restart();
-                opened = tokio::time::Instant::now();
+                opened = opened_now();
             }
             Err(e) => {
                 tracing::debug!(error = %e, "the GET stream cannot be resumed");
@@ -332,6 +332,16 @@ async fn feed(
         }
     }
     Fed::More
+}
+
+/// When a stream opened, on the runtime's monotonic time (paused time in
+/// tests): how long it stayed open earns its resumes back.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a stream's age, on the runtime's time"
+)]
+fn opened_now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
 }
 
 #[cfg(test)]

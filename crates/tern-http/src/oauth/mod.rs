@@ -295,7 +295,12 @@ impl OAuth {
     /// Marks the start of the person's part of a sign-in (one at a time:
     /// `flow`), until the returned guard drops.
     pub(super) fn in_browser(&self) -> InBrowser<'_> {
-        self.lock().person_since = Some(tokio::time::Instant::now());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the person's time, measured as the client's deadline is"
+        )]
+        let now = tokio::time::Instant::now();
+        self.lock().person_since = Some(now);
         InBrowser(self)
     }
 
@@ -323,9 +328,33 @@ impl OAuth {
         let due = token
             .expires_at
             .is_some_and(|at| at <= (self.options.now)() + 30);
-        if due && let Err(e) = self.refresh(&token).await {
+        if !due {
+            return;
+        }
+        // An expired token's refresh goes to its issuer only while the
+        // resource still names it (AUTH-C11, migration).
+        if self
+            .moved_away(endpoint, &token, &Challenge::default())
+            .await
+        {
+            self.forget(&token.resource);
+        } else if let Err(e) = self.refresh(&token).await {
             tracing::debug!(error = %e, "the token could not be refreshed");
             self.forget(&token.resource);
+        }
+    }
+
+    /// Whether the resource at `endpoint` now names other authorization
+    /// servers than `token`'s issuer: then the old server's tokens are
+    /// worthless here and its refresh token is sent nowhere (AUTH-C11). A
+    /// resource whose metadata cannot be read has not moved.
+    async fn moved_away(&self, endpoint: &str, token: &StoredToken, challenge: &Challenge) -> bool {
+        match parse_url(endpoint, "the server") {
+            Ok(url) => self
+                .resource_metadata(&url, challenge)
+                .await
+                .is_ok_and(|prm| !prm.authorization_servers.contains(&token.issuer)),
+            Err(_) => false,
         }
     }
 
@@ -403,16 +432,8 @@ impl OAuth {
             return Ok(true);
         } else if let Some(t) = &previous {
             // A refused token is dropped (and its refresh tried first),
-            // unless the resource now names other authorization servers:
-            // then the old server's tokens are worthless here and its
-            // refresh token is not sent anywhere (AUTH-C11, migration).
-            let migrated = match parse_url(endpoint, "the server") {
-                Ok(url) => self
-                    .resource_metadata(&url, &challenge)
-                    .await
-                    .is_ok_and(|prm| !prm.authorization_servers.contains(&t.issuer)),
-                Err(_) => false,
-            };
+            // unless the resource has moved to other authorization servers.
+            let migrated = self.moved_away(endpoint, t, &challenge).await;
             if !migrated && !attempts.refreshed && t.refresh_token.is_some() {
                 attempts.refreshed = true;
                 if let Ok(fresh) = self.refresh(t).await

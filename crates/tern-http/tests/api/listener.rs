@@ -57,7 +57,7 @@ async fn listen(State(gets): State<Gets>, headers: HeaderMap) -> Response {
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     gets.seen.lock().unwrap().push(Get {
-        at: Instant::now(),
+        at: tern_testkit::runtime_now(),
         last_id,
     });
     gets.arrived.notify_one();

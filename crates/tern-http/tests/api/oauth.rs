@@ -598,6 +598,36 @@ async fn after_a_move_to_another_authorization_server_the_old_one_gets_no_refres
     assert_eq!(stored.access_token, "good-token");
 }
 
+/// The README's promise holds for an expired token too: it is refreshed
+/// before the message goes out, but not at a server the resource no longer
+/// names (AUTH-C11); the old server gets no request at all.
+#[tokio::test]
+async fn after_a_move_an_expired_token_is_not_refreshed_at_the_old_server() {
+    let old = start(Fault::None).await;
+    let app = start(Fault::None).await;
+    let resource = format!("{}/mcp", app.base);
+    let tokens = Arc::new(Tokens::default());
+    tokens.save(&StoredToken {
+        resource: resource.clone(),
+        resource_indicator: None,
+        issuer: old.base.clone(),
+        access_token: "stale".into(),
+        refresh_token: Some("old-refresh".into()),
+        expires_at: Some(1),
+        scopes: vec!["mcp".into()],
+        client_id: "pre-registered".into(),
+        client_secret: None,
+    });
+    sign_in_with(&app, Back::Right, tokens.clone())
+        .await
+        .expect("signs in at the new server");
+    assert_eq!(*old.token_requests.lock().unwrap(), 0);
+    assert_eq!(*app.token_requests.lock().unwrap(), 1);
+    let stored = tokens.load(&resource).unwrap();
+    assert_eq!(stored.issuer, app.base);
+    assert_eq!(stored.access_token, "good-token");
+}
+
 #[tokio::test]
 async fn the_token_store_is_read_once_not_on_every_request() {
     // The store may be a file: a client without a token (the endpoint asks

@@ -97,7 +97,7 @@ async fn a_registration_answer_past_64_kib_is_refused() {
 #[tokio::test]
 async fn a_resource_metadata_trickling_in_is_given_up_after_ten_seconds() {
     let app = start(Fault::TrickleResourceMetadata).await;
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let (outcome, tokens) = sign_in(&app, Back::Right).await;
     let took = started.elapsed();
     let msg = outcome.unwrap_err().to_string();

@@ -10,11 +10,10 @@ use serde_json::{Map, Value, json};
 use tern_proto::McpError;
 use tern_proto::finish::{encode_notification, encode_request};
 use tern_seal::random_bytes;
-use tern_types::methods::FlowMethod;
 use tern_types::{ClientCapabilities, RequestId};
 
 use super::{Delivered, Delivery, Start};
-use crate::ask::{AskContext, Asked};
+use crate::ask::{AskContext, Asked, InputKind};
 use crate::legacy::{ClientAnswer, Session};
 use crate::notify::Sink;
 use crate::outcome::Pending;
@@ -33,12 +32,12 @@ pub(crate) struct Bridge<'a> {
 }
 
 impl<'a> Bridge<'a> {
-    pub(crate) fn new(session: &'a Session, sink: Sink, flow_ttl: std::time::Duration) -> Self {
+    pub(crate) fn new(server: &Server, session: &'a Session, sink: Sink) -> Self {
         Bridge {
             session,
             sink,
             opened_urls: Vec::new(),
-            flow_deadline: tokio::time::Instant::now() + flow_ttl,
+            flow_deadline: server.inner.clock.instant() + server.config().flow_ttl,
         }
     }
 
@@ -105,7 +104,7 @@ impl<'a> Bridge<'a> {
         }
         // One deadline for the whole round, however many it asked, and
         // never past the flow's.
-        let deadline = (tokio::time::Instant::now() + server.config().client_answer_timeout)
+        let deadline = (server.inner.clock.instant() + server.config().client_answer_timeout)
             .min(self.flow_deadline);
         let mut out = Map::new();
         for (key, method, rx, url_id) in waits {
@@ -151,7 +150,6 @@ impl Delivery for Bridge<'_> {
     async fn deliver(
         &mut self,
         server: &Server,
-        _: FlowMethod,
         round: Pending,
         answers: &AskContext,
     ) -> Result<Delivered, McpError> {
@@ -159,6 +157,12 @@ impl Delivery for Bridge<'_> {
         // A session client's responses are a retry's `inputResponses` by
         // another road: the same budget.
         super::check_input_responses(&responses, server.config())?;
+        super::check_answer_kinds(&responses, server.config(), |key| {
+            round
+                .requests
+                .iter()
+                .any(|q| q.key == key && q.kind == InputKind::Sampling)
+        })?;
         Ok(Delivered::Answered(Box::new(AskContext::answered(
             answers.caps.clone(),
             round.requests.iter().map(Asked::expect).collect(),

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use tern_proto::accept::Accepted;
 use tern_proto::finish::stamp_complete;
 use tern_proto::{McpError, Principal};
-use tern_types::methods::{FlowMethod, Method};
+use tern_types::methods::Method;
 use tracing::Instrument;
 
 use crate::ask::{Ask, AskContext};
@@ -39,7 +39,10 @@ use crate::tasks::{ScopeMode, TaskBody, TaskScope};
 /// The budget of one round's answers, however they arrive (a retry's
 /// `inputResponses`, a session client's responses, `tasks/update`):
 /// SECURITY.md "Every request", at most `max_input_responses` entries and
-/// `max_input_bytes` of JSON; past either, -32602 (MRTR-E-A2).
+/// `max_input_bytes` plus `max_sample_bytes` of JSON in all; past either,
+/// -32602 (MRTR-E-A2). Checked before anything is known of the questions,
+/// so what is read is bounded; [`check_answer_kinds`] then holds each kind
+/// to its share once they are.
 pub(crate) fn check_input_responses(
     answers: &Map<String, Value>,
     cfg: &Config,
@@ -50,14 +53,46 @@ pub(crate) fn check_input_responses(
             "inputResponses has more than {max} entries"
         )));
     }
-    let size: usize = answers
-        .iter()
-        .map(|(k, v)| k.len() + tern_proto::finish::encoded_len(v))
-        .sum();
-    if size > cfg.max_input_bytes {
+    let size: usize = answers.iter().map(|(k, v)| answer_len(k, v)).sum();
+    if size > cfg.max_input_bytes.saturating_add(cfg.max_sample_bytes) {
         return Err(McpError::invalid_params("inputResponses is too large"));
     }
     Ok(())
+}
+
+/// The shares of that budget, once the round's questions are known:
+/// samples (`is_sample` says which keys asked for one) within
+/// `max_sample_bytes`, every other answer within `max_input_bytes`
+/// (SECURITY.md "Every request": 256 KiB, and 1 MiB more for samples).
+pub(crate) fn check_answer_kinds(
+    answers: &Map<String, Value>,
+    cfg: &Config,
+    is_sample: impl Fn(&str) -> bool,
+) -> Result<(), McpError> {
+    let (mut samples, mut others) = (0usize, 0usize);
+    for (k, v) in answers {
+        let len = answer_len(k, v);
+        if is_sample(k) {
+            samples = samples.saturating_add(len);
+        } else {
+            others = others.saturating_add(len);
+        }
+    }
+    if others > cfg.max_input_bytes || samples > cfg.max_sample_bytes {
+        return Err(McpError::invalid_params("inputResponses is too large"));
+    }
+    Ok(())
+}
+
+/// An answer's share of the budget: its key and its JSON.
+fn answer_len(key: &str, answer: &Value) -> usize {
+    key.len() + tern_proto::finish::encoded_len(answer)
+}
+
+/// Whether `request`, an input request as sent, asks for a sample.
+pub(crate) fn asks_sample(request: &Value) -> bool {
+    request.get("method").and_then(Value::as_str)
+        == Some(tern_types::methods::SAMPLING_CREATE_MESSAGE)
 }
 
 /// Where a request's first run starts.
@@ -102,11 +137,11 @@ pub(crate) trait Delivery: Send {
     fn start(&mut self, caps: &tern_types::ClientCapabilities) -> Start;
 
     /// Delivers a round the handler asked, already within the ceiling.
-    /// `answers` is what the run that asked could read.
+    /// `answers` is what the run that asked could read. A delivery whose
+    /// requests cannot ask ([`Once`]) refuses here.
     fn deliver(
         &mut self,
         server: &Server,
-        flow: FlowMethod,
         round: Pending,
         answers: &AskContext,
     ) -> impl Future<Output = Result<Delivered, McpError>> + Send;
@@ -125,6 +160,16 @@ pub(crate) fn ceiling(limits: &RouteLimits, cfg: &Config) -> u8 {
     limits
         .max_rounds
         .map_or(cfg.max_rounds, |r| r.min(cfg.max_rounds))
+}
+
+/// The number of the next round after `asked` rounds, within `ceiling`
+/// (MRTR-S-A3): the one place the ceiling is counted, for a flow's rounds
+/// and a task's alike.
+pub(crate) fn next_round(asked: u8, ceiling: u8) -> Result<u8, McpError> {
+    match asked.checked_add(1) {
+        Some(next) if next <= ceiling => Ok(next),
+        _ => Err(McpError::TooManyRounds),
+    }
 }
 
 /// What a run's [`CallContext`] owns of the request.
@@ -171,7 +216,6 @@ impl Delivery for Once {
     async fn deliver(
         &mut self,
         _: &Server,
-        _: FlowMethod,
         _: Pending,
         _: &AskContext,
     ) -> Result<Delivered, McpError> {
@@ -208,7 +252,6 @@ impl Server {
         delivery: &mut D,
     ) -> Result<Map<String, Value>, McpError> {
         let ceiling = ceiling(&route.limits, self.config());
-        let flow = a.method.flow();
         let Start {
             mut round,
             flow_id,
@@ -269,6 +312,7 @@ impl Server {
                 uri_params: run.uri_params,
                 round,
                 flow_id,
+                as_task: as_task.is_some(),
             };
             let ran = route.handler.call(cx).await;
             let outcome = match self
@@ -289,12 +333,7 @@ impl Server {
                         .await;
                 }
             };
-            let Some(flow) = flow else {
-                return Err(McpError::Internal(format!("{method} cannot ask for input")));
-            };
-            if round.saturating_add(1) > ceiling {
-                return Err(McpError::TooManyRounds);
-            }
+            let next = next_round(round, ceiling)?;
             if let Some(e) = &pending.unserialisable {
                 return Err(McpError::Internal(format!(
                     "the handler's continuation does not serialise: {e}"
@@ -303,11 +342,11 @@ impl Server {
             if pending.continuation.is_some() {
                 continuation.clone_from(&pending.continuation);
             }
-            match delivery.deliver(self, flow, pending, &answers).await? {
+            match delivery.deliver(self, pending, &answers).await? {
                 Delivered::Reply(result) => return Ok(result),
-                Delivered::Answered(next) => {
-                    answers = Arc::new(*next);
-                    round += 1;
+                Delivered::Answered(next_answers) => {
+                    answers = Arc::new(*next_answers);
+                    round = next;
                 }
             }
         }

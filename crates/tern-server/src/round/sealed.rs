@@ -34,7 +34,7 @@ use tern_types::methods::FlowMethod;
 use tern_proto::finish::input_required;
 
 use super::{Delivered, Delivery, Start, ceiling};
-use crate::ask::{AskContext, Asked};
+use crate::ask::{AskContext, Asked, InputKind};
 use crate::config::Config;
 use crate::outcome::Pending;
 use crate::registry::RouteLimits;
@@ -109,6 +109,15 @@ impl Server {
             Some(Value::String(token)) => Some(self.open_state(token, &bind, now, m, ceiling)?),
             Some(_) => return Err(self.refuse("not_a_string")),
         };
+        // Each kind of answer within its share, now that the questions are
+        // known; answers to no question (a first call's) are no sample.
+        super::check_answer_kinds(&responses, cfg, |key| {
+            prev.as_ref().is_some_and(|b| {
+                b.expect
+                    .iter()
+                    .any(|e| e.key == key && e.kind == InputKind::Sampling.code())
+            })
+        })?;
         if let Some(body) = &prev
             && (limits.single_use || body.once)
             && let Some(kept) = self.consume_state(body, &pfp, limits.idempotent).await?
@@ -185,14 +194,10 @@ impl Server {
     }
 
     async fn take(&self, key: ConsumeKey, ttl: Duration) -> Result<Use, McpError> {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the store's latency, for metrics only"
-        )]
-        let started = std::time::Instant::now();
+        let started = self.inner.clock.instant();
         let consumed = self.inner.replay.consume(key, ttl).await;
         self.metrics()
-            .replay_call(started.elapsed(), consumed.is_ok());
+            .replay_call(self.inner.clock.instant() - started, consumed.is_ok());
         match consumed {
             Ok(Consumed::FirstUse) => Ok(Use::First),
             Ok(Consumed::AlreadyUsed) => Ok(Use::Again),
@@ -371,7 +376,6 @@ impl Delivery for Resume {
     async fn deliver(
         &mut self,
         server: &Server,
-        flow: FlowMethod,
         round: Pending,
         answers: &AskContext,
     ) -> Result<Delivered, McpError> {
@@ -382,7 +386,7 @@ impl Delivery for Resume {
             .map(|r| (r.key, r.request))
             .collect();
         let requests = (!requests.is_empty()).then_some(requests);
-        let mut r = input_required(flow, requests, Some(token), Some(&server.inner.info))?;
+        let mut r = input_required(self.method, requests, Some(token), Some(&server.inner.info))?;
         if let Some(Value::Object(meta)) = r.get_mut("_meta") {
             meta.insert(
                 tern_types::meta_keys::STATE_TTL_SECS.into(),

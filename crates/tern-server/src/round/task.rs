@@ -15,12 +15,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tern_proto::McpError;
 use tern_types::ClientCapabilities;
-use tern_types::methods::FlowMethod;
 
-use super::{Delivered, Delivery, Start};
 use crate::ask::{Ask, AskContext, Asked, NeedSet, check_relayed};
 use crate::outcome::{Error, Pending};
 use crate::server::Server;
@@ -55,25 +53,14 @@ impl TaskRound {
                 Err(Error::Input(p)) => p,
                 Err(e) => return Err(e),
             };
-            let asked = self.rounds.fetch_add(1, Ordering::Relaxed);
-            if asked >= self.ceiling {
-                // Stays at the ceiling: every later ask is refused too.
-                self.rounds.store(self.ceiling, Ordering::Relaxed);
-                return Err(McpError::TooManyRounds.into());
-            }
-            let mut delivery = self;
-            let answered = AskContext::unanswered(self.caps.clone());
-            match delivery
-                .deliver(&self.server, FlowMethod::ToolsCall, pending, &answered)
-                .await?
-            {
-                Delivered::Answered(next) => cx = *next,
-                Delivered::Reply(_) => {
-                    return Err(
-                        McpError::Internal("a task's round ended its request".into()).into(),
-                    );
-                }
-            }
+            // The ceiling bounds the task, counted as a flow's rounds are.
+            // Past it, the count stays: every later ask is refused too.
+            self.rounds
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |asked| {
+                    super::next_round(asked, self.ceiling).ok()
+                })
+                .map_err(|_| McpError::TooManyRounds)?;
+            cx = self.deliver(pending).await?;
         }
     }
 
@@ -94,22 +81,12 @@ impl TaskRound {
     pub(crate) fn capabilities(&self) -> &ClientCapabilities {
         &self.caps
     }
-}
 
-impl Delivery for &TaskRound {
-    const RERUNS: bool = true;
-
-    fn start(&mut self, caps: &ClientCapabilities) -> Start {
-        Start::first(caps, [0; 16])
-    }
-
-    async fn deliver(
-        &mut self,
-        server: &Server,
-        _: FlowMethod,
-        round: Pending,
-        _: &AskContext,
-    ) -> Result<Delivered, McpError> {
+    /// Lists `round` on the task and waits for its answers, each checked
+    /// as it arrives (`tasks/update`), within the input wait. Not a
+    /// [`super::Delivery`]: the body is never re-run, it awaits this.
+    async fn deliver(&self, round: Pending) -> Result<AskContext, McpError> {
+        let server = &self.server;
         let expect = round.requests.iter().map(Asked::expect).collect();
         let asked: Arc<Vec<Asked>> = Arc::new(round.requests);
         let check: Check = {
@@ -143,13 +120,11 @@ impl Delivery for &TaskRound {
                 ));
             }
         };
-        Ok(Delivered::Answered(Box::new(AskContext::answered(
+        Ok(AskContext::answered(
             self.caps.clone(),
             expect,
             Vec::new(),
             answers,
-        ))))
+        ))
     }
-
-    async fn completed(&mut self, _: &Server, _: &Map<String, Value>) {}
 }

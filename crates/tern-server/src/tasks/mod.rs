@@ -116,14 +116,15 @@ pub struct Task {
 impl FromCall for Task {
     fn from_call(cx: &CallContext) -> Result<Self, Outcome> {
         Ok(Task {
-            background: takes_tasks(cx.method, &cx.meta),
+            background: cx.as_task,
         })
     }
 }
 
 impl Task {
     /// Whether [`run`](Self::run) runs the body in the background, as a
-    /// task (the request declared the extension), rather than inline.
+    /// task (a task route, and the request declared the extension), rather
+    /// than inline.
     pub fn background(&self) -> bool {
         self.background
     }

@@ -180,12 +180,16 @@ impl Shared {
         id: &str,
         seen: &Seen,
         responses: &Map<String, Value>,
+        cfg: &crate::Config,
         now: u64,
     ) -> Result<(), McpError> {
         if seen.status(now) != Status::InputRequired {
             return Ok(());
         }
         let open = seen.open();
+        crate::round::check_answer_kinds(responses, cfg, |wire| {
+            open.get(wire).is_some_and(crate::round::asks_sample)
+        })?;
         let mut posted = Vec::new();
         for (wire, answer) in responses {
             let Some(request) = open.get(wire) else {
@@ -236,12 +240,14 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
             // either side of a second, the lease's grain) before the
             // task reads as failed elsewhere.
             let renew = (tasks.limits().lease / 3).max(WATCH_TICK);
-            let mut renewed = tokio::time::Instant::now();
+            let clock = server.clock();
+            let since = |at: tokio::time::Instant| clock.instant().saturating_duration_since(at);
+            let mut renewed = clock.instant();
             let (mut tick, mut asking) = (WATCH_TICK, None);
             loop {
                 // Never past the next renewal: the looks' own time (a
                 // remote store's reads) counts towards it too.
-                let due = renew.saturating_sub(renewed.elapsed());
+                let due = renew.saturating_sub(since(renewed));
                 tokio::time::sleep(tick.min(due).max(WATCH_TICK)).await;
                 let Some(now_asking) = tasks.running(&id) else {
                     return;
@@ -260,16 +266,16 @@ pub(crate) fn watch(server: crate::server::Server, id: String) {
                         }
                         if tasks.take_posted(&id, &entry.answers) {
                             publish_or_log(tasks, &id).await;
-                            renewed = tokio::time::Instant::now();
+                            renewed = clock.instant();
                             moved = true;
                         }
                     }
                     Ok(None) => {}
                     Err(e) => tracing::warn!(error = %e, "task store unreadable"),
                 }
-                if renewed.elapsed() >= renew {
+                if since(renewed) >= renew {
                     publish_or_log(tasks, &id).await;
-                    renewed = tokio::time::Instant::now();
+                    renewed = clock.instant();
                 }
                 tick = if moved {
                     WATCH_TICK

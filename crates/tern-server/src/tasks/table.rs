@@ -20,6 +20,7 @@ use super::shared::{self, Shared};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::state::principal_fingerprint;
+pub(crate) use records::Status;
 use records::Table;
 
 mod records;
@@ -27,44 +28,6 @@ mod records;
 /// A task id: 128 random bits in hex, unguessable (the tasks extension's
 /// ids are bearer references; they are also bound to their principal).
 pub(crate) type TaskId = String;
-
-/// A task's status on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    Working,
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl Status {
-    pub(crate) const fn as_str(self) -> &'static str {
-        match self {
-            Status::Working => "working",
-            Status::InputRequired => "input_required",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<Status> {
-        [
-            Status::Working,
-            Status::InputRequired,
-            Status::Completed,
-            Status::Failed,
-            Status::Cancelled,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == s)
-    }
-
-    pub(crate) fn terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
-    }
-}
 
 /// Checks one answer against the question asked under the handler's `key`;
 /// `Err` names the key it came under on the wire (`wire`), the one the
@@ -394,6 +357,7 @@ impl Tasks {
         id: &str,
         principal: &Principal,
         responses: &Map<String, Value>,
+        cfg: &crate::Config,
         metrics: &Metrics,
     ) -> Result<(), McpError> {
         let local = {
@@ -402,7 +366,13 @@ impl Tasks {
             // "Tasks").
             let (table, _) = self.swept(metrics);
             match owned(&table, id, principal) {
-                Ok(r) => Ok(Self::to_check(r, responses)),
+                Ok(r) => {
+                    let open = r.open.iter().flat_map(|o| &o.questions);
+                    let samples = open.filter(|q| crate::round::asks_sample(&q.request));
+                    let is_sample = |wire: &str| samples.clone().any(|q| q.wire == wire);
+                    crate::round::check_answer_kinds(responses, cfg, is_sample)?;
+                    Ok(Self::to_check(r, responses))
+                }
                 Err(e) => Err(e),
             }
         };
@@ -418,7 +388,7 @@ impl Tasks {
                 let now = self.clock.now();
                 let fp = hex(&principal_fingerprint(principal));
                 let seen = shared.seen(id, &fp, now).await?;
-                shared.update(id, &seen, responses, now).await
+                shared.update(id, &seen, responses, cfg, now).await
             }
             (Err(e), None) => Err(e),
         }

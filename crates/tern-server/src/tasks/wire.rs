@@ -51,7 +51,9 @@ impl Server {
                 crate::round::check_input_responses(responses, self.config())?;
                 // Applied before the acknowledgement leaves: a `tasks/get`
                 // right after it sees the answers.
-                tasks.update(id, principal, responses, metrics).await?;
+                tasks
+                    .update(id, principal, responses, self.config(), metrics)
+                    .await?;
                 Ok(Map::new())
             }
             other => Err(McpError::Internal(format!("{other} is not a tasks method"))),

@@ -18,7 +18,8 @@ use super::legacy::{Legacy, all_legacy_caps, deploy, requests};
 use super::support::{Harness, accept, all_caps, call, error, result, retry};
 use super::tasks::{alice, answer, asked_keys, create, get, wait_for};
 
-/// More than `Config::max_input_bytes` (256 KiB + 1 MiB) of answer.
+/// More than `Config::max_input_bytes` plus `max_sample_bytes` (256 KiB +
+/// 1 MiB) of answer.
 fn oversized() -> String {
     "x".repeat(1400 * 1024)
 }
@@ -121,7 +122,7 @@ async fn a_session_call_ends_at_its_flows_lifetime_whatever_its_rounds() {
             .config(config),
     );
     l.initialize(all_legacy_caps()).await;
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let (mut rx, reply) = l.call("two");
     let asked = requests(&mut rx, 1).await;
     assert_eq!(asked[0]["params"]["message"], "First?");
@@ -164,6 +165,31 @@ async fn an_oversized_task_update_is_refused_and_its_question_stays_open() {
     let t = get(&h, alice(), &id).await;
     assert_eq!(t["status"], "input_required", "{t}");
     assert_eq!(asked_keys(&t), ["approve"]);
+}
+
+/// SECURITY.md "Tasks": an answer that is no sample gets 256 KiB, on
+/// `tasks/update` as on every road: at the limit it is taken, one byte
+/// past it (well within the 1 MiB more that samples get) it is refused and
+/// the question stays open.
+#[tokio::test]
+async fn a_task_update_answer_is_held_to_256_kib_unless_it_is_a_sample() {
+    let starts = Arc::new(AtomicUsize::new(0));
+    let h =
+        Harness::new(Server::builder("tasks", "1").tool_def(super::tasks::approval_tool(starts)));
+    let id = create(&h, alice(), "approve").await;
+    wait_for(&h, alice(), &id, "input_required").await;
+    // "approve" and `{"action":"decline","junk":"…"}`: 7 + 30 bytes + junk.
+    let decline = |junk: usize| json!({"approve": {"action": "decline", "junk": "x".repeat(junk)}});
+    let at_limit = 256 * 1024 - 37;
+    let (code, e) = error(&answer(&h, &id, decline(at_limit + 1)).await);
+    assert_eq!(code, -32602, "{e}");
+    assert_eq!(e["message"], "inputResponses is too large");
+    let t = get(&h, alice(), &id).await;
+    assert_eq!(t["status"], "input_required", "{t}");
+    assert_eq!(asked_keys(&t), ["approve"]);
+    result(&answer(&h, &id, decline(at_limit)).await);
+    let t = wait_for(&h, alice(), &id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "not approved", "{t}");
 }
 
 /// A task whose body asks a new question after every answer, for ever.

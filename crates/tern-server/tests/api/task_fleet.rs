@@ -317,7 +317,7 @@ async fn a_live_task_never_reads_failed_under_the_shortest_lease() {
     // task in the current second (another instance reads `failed` once
     // `lease < now`). The owner's slow looks must not stretch the time
     // between renewals past the lease.
-    let start = tokio::time::Instant::now();
+    let start = tern_testkit::runtime_now();
     while start.elapsed() < Duration::from_secs(60) {
         tokio::time::sleep(Duration::from_millis(10)).await;
         let now = NOW + start.elapsed().as_secs();

@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Deref;
 
-use super::{Record, Status, TaskId};
+use super::{Record, TaskId};
 
 /// The records, and what creating a task needs kept beside them so that
 /// a create costs the same however full the table is: the table is shared
@@ -115,5 +115,43 @@ impl Table {
             }
         }
         live == self.live && ended == self.ended
+    }
+}
+
+/// A task's status on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Status> {
+        [
+            Status::Working,
+            Status::InputRequired,
+            Status::Completed,
+            Status::Failed,
+            Status::Cancelled,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    pub(crate) fn terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
 }
