@@ -60,6 +60,7 @@ async fn demo(args: DemoArgs, dir: &TempDir) -> Result<ExitCode, String> {
         ephemeral_keys: false,
         replay: Some(format!("sqlite:{}", dir.0.join("replay.db").display())),
         state_ttl: None,
+        clock_skew: None,
         max_rounds: None,
         threads: None,
         resource_id: None,

@@ -156,6 +156,11 @@ pub(crate) struct ServeArgs {
     /// The lifetime of a requestState, in seconds.
     #[arg(long, value_name = "SECS", env = "TERN_STATE_TTL_SECS")]
     pub(crate) state_ttl: Option<u64>,
+    /// The clock skew allowed past a state's lifetime and a flow's, in
+    /// seconds: the most the clocks of a fleet's instances may differ by
+    /// (default 30, at most 300).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) clock_skew: Option<u64>,
     /// The most input rounds a flow may take.
     #[arg(long, value_name = "N")]
     pub(crate) max_rounds: Option<u8>,
@@ -300,6 +305,11 @@ pub(crate) struct ProxyArgs {
     /// The lifetime of a requestState, in seconds.
     #[arg(long, value_name = "SECS")]
     pub(crate) state_ttl: Option<u64>,
+    /// The clock skew allowed past a state's lifetime and a flow's, in
+    /// seconds: the most the clocks of a fleet's instances may differ by
+    /// (default 30, at most 300).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) clock_skew: Option<u64>,
     /// The most input rounds a flow may take at the proxy.
     #[arg(long, value_name = "N")]
     pub(crate) max_rounds: Option<u8>,
@@ -515,10 +525,18 @@ pub(crate) struct ProbeArgs {
     /// state (never done for any other tool).
     #[arg(long, value_name = "TOOL")]
     pub(crate) single_use: Option<String>,
-    /// The server's state lifetime: wait it out (plus 30 s of skew) and
-    /// check that an expired state is refused.
+    /// The server's state lifetime: wait it out (plus the clock skew it
+    /// allows) and check that an expired state is refused.
     #[arg(long, value_name = "SECS")]
     pub(crate) state_ttl: Option<u64>,
+    /// The clock skew the server allows past a state's lifetime, waited
+    /// out on top of --state-ttl (`tern serve --clock-skew`).
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub(crate) clock_skew: u64,
+    /// How long the probe waits for each reply before calling the server
+    /// silent.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub(crate) reply_timeout: u64,
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -140,7 +140,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             (None, false) => Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
         };
         let upstreams = upstreams(&args)?;
-        let mut config = crate::serve::limits(args.state_ttl, args.max_rounds)?;
+        let mut config = crate::serve::limits(args.state_ttl, args.clock_skew, args.max_rounds)?;
         crate::serve::budgets(&args.budgets, &mut config)?;
         let options = options(&args)?;
         let metrics = match &args.metrics {

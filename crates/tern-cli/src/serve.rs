@@ -159,10 +159,20 @@ pub(crate) struct Prepared {
     pub(crate) replay: String,
 }
 
-/// The server limits of `--state-ttl` and `--max-rounds` (`tern serve`,
-/// `tern proxy`).
-pub(crate) fn limits(state_ttl: Option<u64>, max_rounds: Option<u8>) -> Result<Config, String> {
+/// The server limits of `--state-ttl`, `--clock-skew` and `--max-rounds`
+/// (`tern serve`, `tern proxy`).
+pub(crate) fn limits(
+    state_ttl: Option<u64>,
+    clock_skew: Option<u64>,
+    max_rounds: Option<u8>,
+) -> Result<Config, String> {
     let mut config = Config::default();
+    if let Some(s) = clock_skew {
+        if s > 300 {
+            return Err(format!("--clock-skew {s}: must be at most 300 seconds"));
+        }
+        config.skew = Duration::from_secs(s);
+    }
     if let Some(t) = state_ttl {
         if !(1..=3600).contains(&t) {
             return Err(format!("--state-ttl {t}: must be from 1 to 3600 seconds"));
@@ -225,7 +235,7 @@ pub(crate) fn budgets(args: &BudgetArgs, config: &mut Config) -> Result<(), Stri
 /// Builds the reference server from the flags. Every flag is checked
 /// before the key file or the replay store is touched.
 pub(crate) async fn prepare(args: &ServeArgs) -> Result<Prepared, String> {
-    let mut config = limits(args.state_ttl, args.max_rounds)?;
+    let mut config = limits(args.state_ttl, args.clock_skew, args.max_rounds)?;
     budgets(&args.budgets, &mut config)?;
     if args.instances == 0 {
         return Err("--instances must be at least 1".to_owned());

@@ -298,6 +298,8 @@ pub(super) struct Options {
     pub(super) single_use: bool,
     /// `--state-ttl`.
     pub(super) state_ttl: Option<u64>,
+    /// `--clock-skew`.
+    pub(super) clock_skew: u64,
 }
 
 /// One flow's run through the rows.

@@ -85,6 +85,7 @@ pub(crate) fn run(mut args: ProbeArgs) -> Result<ExitCode, String> {
             sent: AtomicUsize::new(0),
             unsent: AtomicUsize::new(0),
             max_requests: args.max_requests,
+            reply_timeout: std::time::Duration::from_secs(args.reply_timeout.max(1)),
             caps: json!({"elicitation": {"form": {}, "url": {}}, "roots": {}, "sampling": {}}),
             scripted,
         };
@@ -164,6 +165,7 @@ async fn probe_flows(p: &Probe, plan: Plan, args: &ProbeArgs) -> (Vec<String>, V
         let opts = Options {
             single_use: args.single_use.as_deref() == Some(tool.as_str()),
             state_ttl: args.state_ttl,
+            clock_skew: args.clock_skew,
         };
         cases.extend(engine::run(p, &planned.flow, planned.baseline, opts).await);
         most = most.max(p.sent() - before);

@@ -9,10 +9,6 @@ use super::cases::CrossUse;
 use super::engine::{Answers, Ctx, Outcome, Send, Status};
 use super::wire::{Baseline, Reply};
 
-/// The clock skew a server may allow past a state's lifetime, waited out
-/// on top of `--state-ttl`.
-const SKEW: Duration = Duration::from_secs(31);
-
 /// Sends what `send` says for the row (for `input`, when it runs per
 /// input request) and returns what came back.
 pub(super) async fn send(
@@ -104,7 +100,10 @@ pub(super) async fn send(
         Send::Withheld(rounds) => withheld(ctx, rounds).await,
         Send::Expired => {
             let ttl = Duration::from_secs(ctx.opts.state_ttl.unwrap_or(0));
-            tokio::time::sleep(ttl.saturating_add(SKEW)).await;
+            // The skew the server allows, and a second for the lifetime's
+            // grain (whole seconds).
+            let skew = Duration::from_secs(ctx.opts.clock_skew.saturating_add(1));
+            tokio::time::sleep(ttl.saturating_add(skew)).await;
             Outcome::One(p.retry(flow, ctx.state.clone(), ctx.good.clone()).await)
         }
     }

@@ -21,9 +21,6 @@ pub(super) const VERSION: &str = "2026-07-28";
 /// ceiling is usually lower (MRTR-SEC3), and a hostile one never stops.
 pub(super) const FLOW_ROUNDS: usize = 10;
 
-/// How long the probe waits for one reply before it counts it as none.
-pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How a request ended, as far as the probe judges it.
 #[derive(Debug, Clone)]
 pub(super) enum Reply {
@@ -115,6 +112,8 @@ pub(super) struct Probe {
     pub(super) unsent: AtomicUsize,
     /// `--max-requests`: the most requests the probe sends in all.
     pub(super) max_requests: usize,
+    /// `--reply-timeout`: the wait for each reply.
+    pub(super) reply_timeout: Duration,
     /// The capabilities the probe declares: every kind of input.
     pub(super) caps: Value,
     /// `--answers`: answers by input key or method.
@@ -221,10 +220,13 @@ impl Probe {
                 Err(e) => Reply::failed(&e),
             }
         };
-        tokio::time::timeout(REPLY_TIMEOUT, reply)
+        tokio::time::timeout(self.reply_timeout, reply)
             .await
             .unwrap_or_else(|_| {
-                Reply::Broken(format!("no answer within {} s", REPLY_TIMEOUT.as_secs()))
+                Reply::Broken(format!(
+                    "no answer within {} s",
+                    self.reply_timeout.as_secs()
+                ))
             })
     }
 

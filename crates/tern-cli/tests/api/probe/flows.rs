@@ -647,9 +647,15 @@ fn a_silent_or_titling_server_neither_holds_nor_drives_the_terminal() {
     let silent = dir.path().join("silent.py");
     std::fs::write(&silent, SILENT).unwrap();
     let mut cmd = Command::new(tern_bin());
-    cmd.args(["probe", "--cmd", &format!("python3 {}", silent.display())]);
+    cmd.args([
+        "probe",
+        "--reply-timeout",
+        "1",
+        "--cmd",
+        &format!("python3 {}", silent.display()),
+    ]);
     let r = run(cmd);
-    r.failed(2).says("no answer within 10 s");
+    r.failed(2).says("no answer within 1 s");
     let titled = dir.path().join("titled.py");
     std::fs::write(&titled, TITLED).unwrap();
     let mut cmd = Command::new(tern_bin());

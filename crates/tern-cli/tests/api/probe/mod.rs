@@ -634,11 +634,12 @@ fn a_legacy_server_is_recognised_and_skipped() {
     table.ok().says("tern probe: no flow to probe");
 }
 
-/// `--state-ttl`: the probe waits out the lifetime (and the 30 s skew a
-/// server may allow) and checks the state is refused then.
+/// `--state-ttl`: the probe waits out the lifetime (and the skew the
+/// server allows, `--clock-skew`, none here) and checks the state is
+/// refused then.
 #[test]
 fn an_expired_state_is_refused() {
-    let s = Server::start_with(&["--state-ttl", "1"], &[]);
+    let s = Server::start_with(&["--state-ttl", "1", "--clock-skew", "0"], &[]);
     let r = tern(&[
         "probe",
         &s.url,
@@ -647,6 +648,8 @@ fn an_expired_state_is_refused() {
         "environment=prod",
         "--state-ttl",
         "1",
+        "--clock-skew",
+        "0",
         "--json",
     ]);
     r.ok();
