@@ -51,7 +51,7 @@ impl Budget {
     /// The same budget for a call that must be over within `deadline`
     /// from now (the flow timeout the call runs under).
     pub(crate) fn until(mut self, deadline: std::time::Duration) -> Self {
-        self.deadline = tokio::time::Instant::now().checked_add(deadline);
+        self.deadline = crate::transport::instant().checked_add(deadline);
         self
     }
 

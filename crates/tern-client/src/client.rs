@@ -456,7 +456,7 @@ impl Client {
             method,
             params,
             opts,
-            deadline: tokio::time::Instant::now().checked_add(deadline),
+            deadline: crate::transport::instant().checked_add(deadline),
         };
         let mut budget = Budget::new(self.max_rounds(opts)).until(deadline);
         let result = cancellable(opts.cancel.as_ref(), async {
@@ -620,7 +620,7 @@ impl Client {
             let wait = crate::busy::backoff(retry, e.retry_after(), crate::busy::draw());
             let late = call
                 .deadline
-                .is_some_and(|d| tokio::time::Instant::now() + wait >= d);
+                .is_some_and(|d| crate::transport::instant() + wait >= d);
             if retry >= crate::busy::MAX_BUSY_RETRIES || wait > crate::busy::MAX_BUSY_WAIT || late {
                 return Err(e);
             }
@@ -687,11 +687,11 @@ impl Client {
                         )));
                     }
                     ServerRequests::Serve { budget, headers } => {
-                        let began = tokio::time::Instant::now();
+                        let began = crate::transport::instant();
                         // Boxed: answering holds a provider's future,
                         // which the modern path never needs to carry.
                         Box::pin(self.serve_request(call, r, budget, headers)).await?;
-                        clock.deadline += began.elapsed();
+                        clock.deadline += crate::transport::instant() - began;
                     }
                 },
             }

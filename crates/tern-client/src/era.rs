@@ -202,7 +202,7 @@ impl Client {
             method: methods::SERVER_DISCOVER,
             params: Map::new(),
             opts: &opts,
-            deadline: tokio::time::Instant::now().checked_add(deadline),
+            deadline: crate::transport::instant().checked_add(deadline),
         };
         let answer = tokio::time::timeout(deadline, self.send_modern(&call)).await;
         let legacy_because = match answer {

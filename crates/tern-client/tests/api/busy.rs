@@ -42,7 +42,7 @@ async fn a_request_refused_as_busy_twice_is_sent_again_and_succeeds() {
 async fn a_server_that_stays_busy_is_given_up_on_after_the_bound() {
     let t = Scripted::new(|_, _| busy(None));
     let client = Client::new(t.clone());
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let e = client.list_tools(None).await.unwrap_err();
     assert!(e.is_busy(), "{e}");
     assert!(e.is_remote() && !e.is_timeout(), "{e}");
@@ -58,7 +58,7 @@ async fn a_server_that_stays_busy_is_given_up_on_after_the_bound() {
 async fn the_server_s_retry_time_is_waited_at_least() {
     let t = Scripted::new(|_, _| busy(Some(150)));
     let client = Client::new(t.clone());
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let e = client.list_tools(None).await.unwrap_err();
     assert!(e.is_busy(), "{e}");
     assert_eq!(e.retry_after(), Some(Duration::from_millis(150)));
@@ -74,7 +74,7 @@ async fn no_retry_waits_past_the_call_s_deadline() {
     let t = Scripted::new(|_, _| busy(Some(200)));
     let client = Client::new(t.clone());
     let opts = CallOptions::default().timeout(Duration::from_millis(250));
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let e = client
         .request::<Value>("tools/list", Map::new(), &opts)
         .await

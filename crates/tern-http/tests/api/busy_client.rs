@@ -19,7 +19,7 @@ async fn the_client_reads_a_429_as_busy_and_gives_up_after_the_bound() {
     tokio::spawn(post(addr, None, "tools/call", call.to_string()));
     tokio::time::sleep(Duration::from_millis(200)).await;
     let client = Client::new(HttpTransport::new(&format!("http://{addr}/mcp")).unwrap());
-    let started = tokio::time::Instant::now();
+    let started = tern_testkit::runtime_now();
     let e = client.list_tools(None).await.unwrap_err();
     assert!(e.is_busy(), "{e}");
     assert_eq!(e.retry_after(), Some(Duration::from_secs(1)));
