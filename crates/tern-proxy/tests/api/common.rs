@@ -302,3 +302,24 @@ impl Transport for Sessioned {
         Box::pin(self.deliver(r.body))
     }
 }
+
+/// A 2025-11-25 session at `server`, initialized (elicitation and roots
+/// declared) and told `notifications/initialized`.
+pub async fn legacy_session(server: &Server) -> Session {
+    let session = server.session();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}, "roots": {}},
+        "clientInfo": {"name": "old", "version": "1"}}});
+    let r = parse(
+        server
+            .handle_in(&session, inbound(&init), Sink::none())
+            .await,
+    );
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    server
+        .handle_in(&session, inbound(&note), Sink::none())
+        .await;
+    session
+}

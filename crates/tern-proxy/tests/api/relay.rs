@@ -13,8 +13,8 @@ use tern_testkit::transport::Direct;
 use tokio::sync::mpsc;
 
 use super::common::{
-    Sessioned, code, connect, inbound, parse, proxy_clocked, proxy_of, quick, roots_answer, send,
-    upstream_server,
+    Sessioned, code, connect, inbound, legacy_session, parse, proxy_clocked, proxy_of, quick,
+    roots_answer, send, upstream_server,
 };
 
 /// MRTR through the proxy (a 2026-07-28 client and upstream): the
@@ -252,21 +252,7 @@ async fn a_legacy_client_is_asked_and_one_that_never_answers_fails_the_call() {
     let (direct, _clock) = Direct::new(upstream_server());
     let proxy = proxy_of(vec![("up", connect(direct))], quick()).await;
     let server = proxy.server();
-    let session = server.session();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}, "roots": {}},
-        "clientInfo": {"name": "old", "version": "1"}}});
-    let r = parse(
-        server
-            .handle_in(&session, inbound(&init), Sink::none())
-            .await,
-    );
-    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    server
-        .handle_in(&session, inbound(&note), Sink::none())
-        .await;
+    let session = legacy_session(&server).await;
 
     let deploy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "deploy", "arguments": {"environment": "staging"}}});

@@ -9,7 +9,7 @@ use serde_json::json;
 use tern_server::{Error, Server, Sink, Task, TaskScope, TaskSupport, ToolDef, ToolResult};
 use tern_testkit::transport::Direct;
 
-use super::common::{connect, inbound, parse, proxy_of, quick};
+use super::common::{connect, inbound, legacy_session, parse, proxy_of, quick};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -32,17 +32,7 @@ async fn an_upstream_task_required_tool_is_refused_to_a_2025_11_25_client() {
     let (direct, _clock) = Direct::new(upstream);
     let proxy = proxy_of(vec![("up", connect(direct))], quick()).await;
     let server = proxy.server();
-    let session = server.session();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}, "roots": {}},
-        "clientInfo": {"name": "old", "version": "1"}}});
-    let r = parse(
-        server
-            .handle_in(&session, inbound(&init), Sink::none())
-            .await,
-    );
-    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    let session = legacy_session(&server).await;
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "build", "arguments": {}}});
     let refused = parse(
