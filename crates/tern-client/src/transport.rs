@@ -113,11 +113,11 @@ pub trait Transport: Send + Sync + 'static {
         false
     }
 
-    /// The time this transport has spent so far waiting on the person, an
-    /// interactive sign-in's included while it lasts: the client's request
-    /// timeout bounds the server's time, not the person's, so it does not
-    /// count this.
-    fn person_time(&self) -> std::time::Duration {
+    /// The time this transport has spent so far waiting on something
+    /// other than the server (a person signing in, say), the wait under
+    /// way included: the client's request timeout bounds the server's
+    /// time, so it does not count this.
+    fn outside_time(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
 }
@@ -138,8 +138,8 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     fn mirrors_headers(&self) -> bool {
         (**self).mirrors_headers()
     }
-    fn person_time(&self) -> std::time::Duration {
-        (**self).person_time()
+    fn outside_time(&self) -> std::time::Duration {
+        (**self).outside_time()
     }
 }
 
@@ -152,7 +152,7 @@ pub(crate) struct ServerTime<'a> {
     transport: &'a dyn Transport,
     /// When the server's time is up, unless the person's moves it on.
     pub(crate) deadline: tokio::time::Instant,
-    /// The transport's [`Transport::person_time`] already added.
+    /// The transport's [`Transport::outside_time`] already added.
     counted: std::time::Duration,
 }
 
@@ -161,7 +161,7 @@ impl<'a> ServerTime<'a> {
         ServerTime {
             transport,
             deadline: instant() + wait,
-            counted: transport.person_time(),
+            counted: transport.outside_time(),
         }
     }
 
@@ -173,7 +173,7 @@ impl<'a> ServerTime<'a> {
             if let Ok(done) = tokio::time::timeout_at(self.deadline, &mut fut).await {
                 return Some(done);
             }
-            let spent = self.transport.person_time();
+            let spent = self.transport.outside_time();
             let more = spent.saturating_sub(self.counted);
             if more.is_zero() {
                 return None;

@@ -151,7 +151,8 @@ impl HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    fn person_time(&self) -> Duration {
+    /// The person's time signing in (the authorizer's).
+    fn outside_time(&self) -> Duration {
         self.core
             .authorizer
             .as_ref()
