@@ -20,6 +20,10 @@
 //! `server/discover` and, when the server is not modern, opens an
 //! `initialize` session and answers the server's own requests through the
 //! provider (see [`EraPolicy`]; DIGEST COMPAT-C5..C10).
+//!
+//! What a program that relays another server's flows needs besides (a
+//! gateway such as `tern proxy`) is in [`relay`], apart from the caller's
+//! API.
 
 mod budget;
 mod busy;
@@ -34,6 +38,7 @@ mod options;
 mod pending;
 mod provider;
 mod race;
+pub mod relay;
 mod task;
 mod transport;
 mod xmh;

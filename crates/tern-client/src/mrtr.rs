@@ -212,17 +212,6 @@ impl Client {
         self.first(tool_params(name, arguments), opts).await
     }
 
-    /// One round of any flow method from its raw params (`name` and
-    /// `arguments`, or `uri`): what a proxy uses to pass its own client's
-    /// call on unchanged.
-    pub async fn once_with<T: FlowResult>(
-        &self,
-        params: Map<String, Value>,
-        opts: &CallOptions,
-    ) -> Result<Step<T>, Error> {
-        self.first(params, opts).await
-    }
-
     /// One round of `prompts/get`.
     pub async fn get_prompt_once(
         &self,
@@ -355,7 +344,8 @@ impl Client {
         }
     }
 
-    async fn first<T: FlowResult>(
+    /// One round of a flow from its params ([`crate::relay::once`]).
+    pub(crate) async fn first<T: FlowResult>(
         &self,
         params: Map<String, Value>,
         opts: &CallOptions,

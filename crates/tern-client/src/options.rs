@@ -72,6 +72,7 @@ pub struct CallOptions {
     pub(crate) log_level: Option<String>,
     pub(crate) traceparent: Option<String>,
     pub(crate) flow_timeout: Option<Duration>,
+    /// Declared instead of the provider's ([`crate::relay::with_capabilities`]).
     pub(crate) capabilities: Option<ClientCapabilities>,
 }
 
@@ -133,16 +134,6 @@ impl CallOptions {
     #[must_use]
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.flow_timeout = Some(deadline);
-        self
-    }
-
-    /// Declares `capabilities` on this call's requests instead of the
-    /// provider's (a proxy forwards its own client's, so the server gates
-    /// on what the person at the far end can do). The provider still
-    /// answers; it must handle every kind declared here.
-    #[must_use]
-    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
-        self.capabilities = Some(capabilities);
         self
     }
 

@@ -10,7 +10,7 @@ use tern_client::Client;
 use tern_server::{
     Ask, BoxFuture, CallContext, Caller, Capabilities, Error, Flow, FromCall, IntoOutcome, Log,
     Meta, Outcome, Progress, PromptDef, RawArgs, ResourceDef, Resumed, RouteChanges, Server, Task,
-    TaskSupport, TemplateDef, ToolDef, Uri,
+    TaskSupport, TemplateDef, ToolDef, Uri, relay,
 };
 use tern_types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -310,8 +310,8 @@ fn offer(routes: &mut RouteChanges<'_>, up: &Arc<Upstream>, shared: &Arc<Shared>
     for resource in &lists.resources {
         listed.resources.insert(resource.uri.clone());
         let route = ResourceDef::new(&resource.uri, &resource.name, read_handler(up, shared))
-            .listing(owned(entry(resource), up))
-            .owner(&up.name);
+            .listing(owned(entry(resource), up));
+        let route = relay::owned_resource(route, &up.name);
         if let Err(e) = routes.add_resource(route) {
             tracing::warn!(upstream = %up.name, uri = %resource.uri, error = %e, "resource not offered");
         }
@@ -323,8 +323,8 @@ fn offer(routes: &mut RouteChanges<'_>, up: &Arc<Upstream>, shared: &Arc<Shared>
             &template.name,
             read_handler(up, shared),
         )
-        .listing(owned(entry(template), up))
-        .owner(&up.name);
+        .listing(owned(entry(template), up));
+        let route = relay::owned_template(route, &up.name);
         if let Err(e) = routes.add_resource_template(route) {
             tracing::warn!(upstream = %up.name, template = %template.uri_template, error = %e, "template not offered");
         }

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tern_client::{CallOptions, CancelToken, Era, FlowResult, PendingCall, Step};
 use tern_proto::{McpError, Principal};
-use tern_server::{Ask, Error, IntoOutcome, Json, Log, Need, Outcome, Pending, Progress};
-use tern_types::{ClientCapabilities, InputRequests, InputResponses};
+use tern_server::{Ask, Error, IntoOutcome, Json, Log, Need, Outcome, Pending, Progress, relay};
+use tern_types::{ClientCapabilities, InputRequests};
 use tokio::sync::mpsc;
 
 use crate::Shared;
@@ -191,8 +191,7 @@ impl Forward {
 
     /// The options of an upstream call declaring `caps`.
     pub(crate) fn options_with(&self, caps: ClientCapabilities) -> CallOptions {
-        let mut o = CallOptions::new()
-            .capabilities(caps)
+        let mut o = tern_client::relay::with_capabilities(CallOptions::new(), caps)
             .timeout(self.shared.options.upstream_timeout);
         if let Some(tp) = &self.traceparent {
             o = o.traceparent(tp.clone());
@@ -230,7 +229,8 @@ impl Forward {
                 if live.client.era() == Some(Era::Legacy) {
                     return self.start_held::<T>(live, params).await;
                 }
-                let step = live.client.once_with::<T>(params, &self.options()).await;
+                let step =
+                    tern_client::relay::once::<T>(&live.client, params, &self.options()).await;
                 self.stepped(&live, step).await
             }
             Some(Cont::State(ViaState { round, .. })) => {
@@ -252,7 +252,7 @@ impl Forward {
         round: UpRound,
         answers: Vec<Value>,
     ) -> Result<Outcome, Error> {
-        let responses = responses(&round.requests, answers);
+        let responses = tern_client::relay::answers(&round.requests, answers);
         let pending = round.pending::<T>(params);
         let live = self.up.client().await?;
         let step = live
@@ -307,7 +307,7 @@ impl Forward {
         if call.asked != asked {
             return Err(not_held().into());
         }
-        let need = Need::input(&call.key, call.request.clone())?;
+        let need = relay::need(&call.key, call.request.clone())?;
         let answer = match self.ask.all(vec![need]) {
             Ok(mut a) => a.pop().unwrap_or(Value::Null),
             Err(Error::Input(p)) => {
@@ -347,7 +347,7 @@ impl Forward {
                 let asked = if needs.is_empty() {
                     Pending::state_only()
                 } else {
-                    match self.ask.again_all(needs) {
+                    match relay::ask_again(&self.ask, needs) {
                         Error::Input(p) => p,
                         other => return Err(other),
                     }
@@ -450,7 +450,7 @@ impl Forward {
         let client = live.client.clone();
         let done = tx.clone();
         tokio::spawn(EVENTS.scope(tx, async move {
-            let out = match client.once_with::<T>(params, &opts).await {
+            let out = match tern_client::relay::once::<T>(&client, params, &opts).await {
                 Ok(Step::Complete(r)) => {
                     serde_json::to_value(r).map_err(|e| tern_client::Error::protocol(e.to_string()))
                 }
@@ -509,8 +509,8 @@ impl Forward {
                 call.key = key_for(&request, call.asked);
                 call.request = request;
                 call.reply = Some(reply);
-                let need = Need::input(&call.key, call.request.clone())?;
-                let round = match self.ask.again_all(vec![need]) {
+                let need = relay::need(&call.key, call.request.clone())?;
+                let round = match relay::ask_again(&self.ask, vec![need]) {
                     Error::Input(p) => p,
                     // An undeclared kind (-32021): the call is dropped,
                     // which refuses the upstream's request.
@@ -527,16 +527,6 @@ impl Forward {
     }
 }
 
-/// The client's `answers` to an upstream's `requests`, one under each of
-/// its keys, in order.
-pub(crate) fn responses(requests: &InputRequests, answers: Vec<Value>) -> InputResponses {
-    let mut responses = InputResponses::new();
-    for ((key, _), answer) in requests.iter().zip(answers) {
-        responses.insert_raw(key, answer);
-    }
-    responses
-}
-
 /// The needs of an upstream round, under the upstream's own keys.
 pub(crate) fn needs(requests: &InputRequests) -> Result<Vec<Need<Value>>, McpError> {
     requests
@@ -544,7 +534,7 @@ pub(crate) fn needs(requests: &InputRequests) -> Result<Vec<Need<Value>>, McpErr
         .map(|(key, request)| {
             let request = serde_json::to_value(request)
                 .map_err(|e| McpError::Internal(format!("input request {key}: {e}")))?;
-            Need::input(key, request)
+            relay::need(key, request)
         })
         .collect()
 }

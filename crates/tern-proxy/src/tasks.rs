@@ -22,7 +22,7 @@ use tern_proto::McpError;
 use tern_server::{Error, IntoOutcome, Json, Outcome, TaskScope};
 use tern_types::CallToolResult;
 
-use crate::relay::{Forward, needs, responses};
+use crate::relay::{Forward, needs};
 use crate::upstream::Live;
 
 /// Sends `tasks/cancel` upstream when dropped armed: the proxy's task was
@@ -58,7 +58,8 @@ impl Forward {
     ) -> Result<Outcome, Error> {
         let live = self.up.client().await?;
         let opts = self.options_with(self.caps.clone());
-        let mut step = live.client.once_with::<CallToolResult>(params, &opts).await;
+        let mut step =
+            tern_client::relay::once::<CallToolResult>(&live.client, params, &opts).await;
         loop {
             match step {
                 Ok(Step::Complete(result)) => return Ok(Json(result).into_outcome()),
@@ -66,7 +67,7 @@ impl Forward {
                 Ok(Step::Pending(pending)) => {
                     let requests = pending.input_requests().clone();
                     let answers = scope.ask(needs(&requests)?).await?;
-                    let answered = responses(&requests, answers);
+                    let answered = tern_client::relay::answers(&requests, answers);
                     step = live.client.resume_with(pending, answered, &opts).await;
                 }
                 Ok(Step::Task(task)) => return self.follow(&live, task, &scope, opts).await,
@@ -127,7 +128,7 @@ impl Forward {
                     if !open.is_empty() {
                         let answers = scope.ask(needs(&open)?).await?;
                         answered.extend(open.iter().map(|(k, _)| k.to_owned()));
-                        let sent = responses(&open, answers);
+                        let sent = tern_client::relay::answers(&open, answers);
                         if let Err(e) = live.client.update_task(&guard.id, &sent, &opts).await {
                             return Err(self.lost(live, &e).await.into());
                         }

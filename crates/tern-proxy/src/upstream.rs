@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tern_client::{Client, ClientBuilder, EraPolicy};
-use tern_server::RouteChanges;
+use tern_server::{RouteChanges, relay};
 
 use crate::error::{Gone, unavailable};
 use crate::parked::Relaying;
@@ -98,10 +98,10 @@ impl Upstream {
             routes.remove_prompt(gone);
         }
         for gone in listed.resources.difference(&now.resources) {
-            routes.remove_resource(Some(&self.name), gone);
+            relay::remove_owned_resource(routes, &self.name, gone);
         }
         for gone in listed.templates.difference(&now.templates) {
-            routes.remove_resource_template(Some(&self.name), gone);
+            relay::remove_owned_template(routes, &self.name, gone);
         }
         *listed = now;
     }

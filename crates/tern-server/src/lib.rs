@@ -4,7 +4,9 @@
 //! return anything that converts into an [`Outcome`]. The [`Ask`] API lets a
 //! handler ask the client for input (form or URL elicitation, sampling,
 //! roots) through multi round-trip requests; this crate is the one place
-//! that seals and opens `requestState` (SECURITY.md §3).
+//! that seals and opens `requestState` (SECURITY.md §3). What a program
+//! that relays another server's flows needs besides (a gateway such as
+//! `tern proxy`) is in [`relay`], apart from the handler API.
 //!
 //! ```
 //! use tern_server::{Args, Server, ToolResult};
@@ -38,6 +40,7 @@ mod metrics;
 mod notify;
 mod outcome;
 mod registry;
+pub mod relay;
 mod round;
 mod routes;
 mod routing;

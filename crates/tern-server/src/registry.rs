@@ -324,12 +324,14 @@ pub struct ResourceDef {
 }
 
 /// What names a resource or template route among the others: its owner
-/// (see [`ResourceDef::owner`]) and its URI or template.
+/// (set through [`crate::relay::owned_resource`] and
+/// [`crate::relay::owned_template`]; `None` for every other route) and its
+/// URI or template.
 pub(crate) type RouteKey = (Option<Arc<str>>, String);
 
-/// What resources and templates share: the listing's common fields, the
-/// owner rule and the route's name, `$own` being the one field of the
-/// listing that is the route's own.
+/// What resources and templates share: the listing's common fields and
+/// the route's name, `$own` being the one field of the listing that is the
+/// route's own.
 macro_rules! read_route {
     ($ty:ident, $field:ident, $own:literal) => {
         impl $ty {
@@ -359,16 +361,6 @@ macro_rules! read_route {
                 self
             }
 
-            /// Names who serves this route (a proxy's upstream). A read
-            /// whose URI matches routes of more than one owner is refused
-            /// as not found rather than given to either: one owner cannot
-            /// claim another's URIs with a broader template or the same
-            /// URI.
-            #[must_use]
-            pub fn owner(mut self, owner: &str) -> Self {
-                self.owner = Some(owner.into());
-                self
-            }
         }
 
         impl std::fmt::Debug for $ty {

@@ -10,9 +10,10 @@ use crate::server::{Change, Server};
 
 /// Route changes made together by [`Server::change_routes`]. Removals
 /// apply before additions, so a route both removed and added is the added
-/// one; of two added under one name the later wins. A resource or template
-/// is named by its owner and its URI or template, so two owners' routes
-/// under one URI are both kept (and a read of it refused, RES-S2).
+/// one; of two added under one name the later wins. A relay's resource
+/// and template routes are named by their owner too
+/// ([`crate::relay::owned_resource`]), so two owners' routes under one URI
+/// are both kept (and a read of it refused, RES-S2).
 pub struct RouteChanges<'a> {
     server: &'a Server,
     tools: Vec<ToolDef>,
@@ -82,16 +83,29 @@ impl RouteChanges<'_> {
         Ok(())
     }
 
+    /// Removes the resource `uri`, if there is one (a relay's routes under
+    /// the same URI stay: [`crate::relay::remove_owned_resource`] removes
+    /// those).
+    pub fn remove_resource(&mut self, uri: &str) {
+        self.remove_resource_of(None, uri);
+    }
+
+    /// Removes the resource template `template`, if there is one, as
+    /// [`RouteChanges::remove_resource`] does.
+    pub fn remove_resource_template(&mut self, template: &str) {
+        self.remove_template_of(None, template);
+    }
+
     /// Removes the resource `uri` of `owner` (`None`: the one without an
-    /// owner), if there is one; another owner's under the same URI stays.
-    pub fn remove_resource(&mut self, owner: Option<&str>, uri: &str) {
+    /// owner); another owner's under the same URI stays.
+    pub(crate) fn remove_resource_of(&mut self, owner: Option<&str>, uri: &str) {
         self.gone_resources
             .insert((owner.map(Arc::from), uri.to_owned()));
     }
 
     /// Removes the resource template `template` of `owner`, as
-    /// [`RouteChanges::remove_resource`] does.
-    pub fn remove_resource_template(&mut self, owner: Option<&str>, template: &str) {
+    /// [`RouteChanges::remove_resource_of`] does.
+    pub(crate) fn remove_template_of(&mut self, owner: Option<&str>, template: &str) {
         self.gone_templates
             .insert((owner.map(Arc::from), template.to_owned()));
     }

@@ -82,9 +82,10 @@ impl Server {
                     data: Some(json!({"uri": uri})),
                 };
                 // The exact resource, else the first matching template. A
-                // route with an owner (a proxy's upstream) is served only
-                // if no other owner's route matches too, so every match is
-                // looked at; without owners the first one decides.
+                // route with an owner (a relay's upstream, crate::relay) is
+                // served only if no other owner's route matches too, so
+                // every match is looked at; without owners the first one
+                // decides.
                 let mut exacts = reg.resources.iter().filter(|r| r.uri == uri);
                 let exact = exacts.next();
                 // Routes are named by owner and URI: a second exact route

@@ -38,22 +38,22 @@ impl ErrorCode {
     /// from older servers (ERR-C4).
     pub const LEGACY_RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
-    /// The proxy's upstream answered with an error the proxy cannot pass on
-    /// as it is (a reserved code, or one of the proxy's own), or with
-    /// something that is not a valid response.
+    /// The upstream a relay passes a request on to answered with an error
+    /// the relay cannot pass back as it is (a reserved code, or one of the
+    /// relay's own), or with something that is not a valid response.
     pub const UPSTREAM_FAILED: ErrorCode = ErrorCode(-31000);
     /// The person declined or cancelled what a tool, prompt or resource
     /// asked for (the reference workload of `tern serve`, the conformance
     /// fixtures).
     pub const DECLINED: ErrorCode = ErrorCode(-31001);
-    /// The proxy's upstream cannot be reached: it is down, its process
-    /// exited, or it did not answer in time.
+    /// The upstream a relay passes a request on to cannot be reached: it is
+    /// down, its process exited, or it did not answer in time.
     pub const UPSTREAM_UNAVAILABLE: ErrorCode = ErrorCode(-31002);
     /// A limit was reached and the request was refused before it ran:
     /// retry later. `data.limit` names the limit and `data.retryAfterMs`
     /// says when to try again, where that is known ([`BusyData`]). A
     /// server's load and budgets (requests running, sessions, bodies being
-    /// received, tasks) and the proxy's (pending calls, held rounds) all
+    /// received, tasks) and a relay's (pending calls, held rounds) all
     /// answer this one code, so a client over any transport reads "busy,
     /// retry later" where `-32600` had said "malformed, do not retry".
     pub const BUSY: ErrorCode = ErrorCode(-31003);
@@ -68,12 +68,12 @@ impl ErrorCode {
 
     /// The registry of every application code Tern emits: one number, one
     /// name, one meaning. Codes outside it come from the application (or
-    /// from a proxied upstream, passed through).
+    /// from a relayed upstream, passed through).
     pub const APPLICATION: &'static [ApplicationCode] = &[
         ApplicationCode {
             code: ErrorCode::UPSTREAM_FAILED,
             name: "upstream_failed",
-            meaning: "a proxied upstream answered with an error the proxy cannot pass on, or with an invalid response",
+            meaning: "the upstream a relay passed the request on to answered with an error the relay cannot pass back, or with an invalid response",
         },
         ApplicationCode {
             code: ErrorCode::DECLINED,
@@ -83,7 +83,7 @@ impl ErrorCode {
         ApplicationCode {
             code: ErrorCode::UPSTREAM_UNAVAILABLE,
             name: "upstream_unavailable",
-            meaning: "a proxied upstream cannot be reached, exited, or did not answer in time",
+            meaning: "the upstream a relay passes the request on to cannot be reached, exited, or did not answer in time",
         },
         ApplicationCode {
             code: ErrorCode::BUSY,
@@ -102,9 +102,9 @@ impl ErrorCode {
         },
     ];
 
-    /// Whether a proxy emits this code itself: an upstream's error with
-    /// such a code could be mistaken for the proxy's and is not passed
-    /// through as it is.
+    /// Whether a relay (a proxy) emits this code itself: an upstream's
+    /// error with such a code could be mistaken for the relay's and is not
+    /// passed through as it is.
     pub fn is_proxy_own(self) -> bool {
         matches!(
             self,

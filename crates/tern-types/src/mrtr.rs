@@ -281,11 +281,6 @@ impl InputResponses {
         self.0.insert(key.into(), value);
     }
 
-    /// Adds a raw answer under `key` (for tests and proxies).
-    pub fn insert_raw(&mut self, key: impl Into<String>, value: Value) {
-        self.0.insert(key.into(), value);
-    }
-
     /// The raw answer under `key`.
     pub fn get_raw(&self, key: &str) -> Option<&Value> {
         self.0.get(key)

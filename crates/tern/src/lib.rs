@@ -2,8 +2,10 @@
 //! `http`, `proxy`, and the replay stores `sqlite` and `redis`. The `guide`
 //! module (there with every feature on, as docs.rs builds it) takes you
 //! from an empty crate to a served multi round-trip tool and on through
-//! everything else, chapter by chapter. The project README follows; its
-//! Rust examples are compiled as doc tests.
+//! everything else, chapter by chapter. A program that relays another
+//! server's flows, as `proxy` does, finds what it needs besides the
+//! handler and caller APIs in `server::relay` and `client::relay`. The
+//! project README follows; its Rust examples are compiled as doc tests.
 #![doc = include_str!("../README.md")]
 
 pub use tern_proto as proto;

@@ -496,8 +496,12 @@ async fn the_future_of_a_call_stays_small_wherever_it_is_held() {
             size_of_val(&client.call_tool_once_with("greet", obj(json!({})), &opts)),
         ),
         (
-            "once_with",
-            size_of_val(&client.once_with::<CallToolResult>(obj(json!({})), &opts)),
+            "relay::once",
+            size_of_val(&tern_client::relay::once::<CallToolResult>(
+                &client,
+                obj(json!({})),
+                &opts,
+            )),
         ),
         (
             "get_prompt_with",

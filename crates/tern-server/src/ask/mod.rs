@@ -273,9 +273,9 @@ impl Ask {
     }
 
     /// Asks every need in `needs` as a new round, whatever was answered
-    /// before: a proxy passing on its upstream's round, which may repeat a
-    /// question already answered (a URL interaction still open).
-    pub fn again_all<T>(&self, needs: Vec<Need<T>>) -> Error {
+    /// before ([`Ask::again`] for one; [`crate::relay::ask_again`] for a
+    /// relayed round).
+    pub(crate) fn again_all<T>(&self, needs: Vec<Need<T>>) -> Error {
         let mut round = Round {
             cx: &self.cx,
             missing: Vec::new(),

@@ -335,13 +335,9 @@ fn parse_confirm(
 }
 
 impl Need<Value> {
-    /// A question asked elsewhere, relayed as it is (a proxy's upstream
-    /// asked it): `request` is an input request (`method` and `params`),
-    /// whose kind follows from its method and mode. The answer comes back
-    /// as the client sent it, after the same checks a typed need applies
-    /// (the kind's shape, a form's schema, accept/decline/cancel); it is
-    /// not carried into later states, since the asker keeps its own.
-    pub fn input(key: &str, request: Value) -> Result<Need<Value>, McpError> {
+    /// A question asked elsewhere, relayed as it is
+    /// ([`crate::relay::need`], which documents it).
+    pub(crate) fn input(key: &str, request: Value) -> Result<Need<Value>, McpError> {
         let method = request.get("method").and_then(Value::as_str);
         let kind = match method {
             Some("elicitation/create") => {
