@@ -439,16 +439,14 @@ impl Server {
                     let route = self.route(&a, flow, headers, &reg)?;
                     // The tasks extension: a tool that runs only as a task
                     // is refused before it runs when the request cannot take
-                    // one (EXT-2), in every era: a 2025-11-25 session cannot
-                    // declare the extension, and under the bridge the tool
-                    // would run inline, again from the top on every question.
+                    // one (EXT-2), in every era: a 2025-11-25 session never
+                    // can, whatever it declared, and under the bridge the
+                    // tool would run inline, again from the top on every
+                    // question.
                     if route.task == Some(crate::tasks::TaskSupport::Required)
-                        && !a
-                            .meta
-                            .client_capabilities
-                            .extension(tern_types::methods::TASKS_EXTENSION)
+                        && !crate::tasks::takes_tasks(a.method, &a.meta)
                     {
-                        return Err(crate::tasks::extension_required("this tool"));
+                        return Err(crate::tasks::task_required(&a.meta));
                     }
                     Ok(Admitted::Flow(a, flow, route))
                 }

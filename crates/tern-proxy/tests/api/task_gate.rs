@@ -43,7 +43,9 @@ async fn an_upstream_task_required_tool_is_refused_to_a_2025_11_25_client() {
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     assert_eq!(
         refused["error"]["message"],
-        format!("this tool needs the client extension {EXT}")
+        format!(
+            "this tool needs the client extension {EXT}, which a 2025-11-25 session cannot take"
+        )
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the upstream never ran it");
 }

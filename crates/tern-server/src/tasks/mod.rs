@@ -212,6 +212,19 @@ pub(crate) fn takes_tasks(
             .extension(tern_types::methods::TASKS_EXTENSION)
 }
 
+/// -32021 for a task-required tool called by a request that cannot take a
+/// task: naming the extension, and for a 2025-11-25 session, that its era
+/// has none (it may have declared the extension all the same).
+pub(crate) fn task_required(meta: &tern_proto::accept::RequestMeta) -> McpError {
+    let mut e = extension_required("this tool");
+    if tern_types::legacy::LEGACY_VERSIONS.contains(&meta.protocol_version.as_str())
+        && let McpError::MissingCapability { message, .. } = &mut e
+    {
+        message.push_str(", which a 2025-11-25 session cannot take");
+    }
+    e
+}
+
 /// -32021 naming the tasks extension: a task method, or a task-required
 /// tool, from a request that did not declare it.
 pub(crate) fn extension_required(what: &str) -> McpError {

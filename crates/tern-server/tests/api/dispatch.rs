@@ -27,28 +27,33 @@ fn build_tool(runs: Arc<AtomicUsize>) -> ToolDef {
 }
 
 /// EXT-2: a task-required tool called from a 2025-11-25 session, which
-/// cannot declare the tasks extension, is refused with -32021 naming the
-/// extension, and never runs inline (under the bridge it would run again
-/// from the top on every question).
+/// can never take a task (whether it declared the extension or not), is
+/// refused with -32021 naming the extension, and never runs inline (under
+/// the bridge it would run again from the top on every question).
 #[tokio::test]
 async fn a_task_required_tool_is_refused_to_a_2025_11_25_session() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let l = Legacy::with(Server::builder("tasks", "1").tool_def(build_tool(runs.clone())));
-    l.initialize(all_legacy_caps()).await;
-    let (_rx, reply) = l.call("build");
-    let reply = reply.await.unwrap();
-    assert_eq!(reply["error"]["code"], -32021, "{reply}");
-    assert_eq!(
-        reply["error"]["message"],
-        format!("this tool needs the client extension {EXT}")
-    );
-    assert_eq!(
-        reply["error"]["data"]["requiredCapabilities"]["extensions"],
-        json!({EXT: {}}),
-        "{reply}"
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 0);
-    assert!(reply.get("result").is_none(), "{reply}");
+    let declaring = json!({"elicitation": {}, "extensions": {EXT: {}}});
+    for caps in [all_legacy_caps(), declaring] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let l = Legacy::with(Server::builder("tasks", "1").tool_def(build_tool(runs.clone())));
+        l.initialize(caps.clone()).await;
+        let (_rx, reply) = l.call("build");
+        let reply = reply.await.unwrap();
+        assert_eq!(reply["error"]["code"], -32021, "{caps}: {reply}");
+        assert_eq!(
+            reply["error"]["message"],
+            format!(
+                "this tool needs the client extension {EXT}, which a 2025-11-25 session cannot take"
+            )
+        );
+        assert_eq!(
+            reply["error"]["data"]["requiredCapabilities"]["extensions"],
+            json!({EXT: {}}),
+            "{reply}"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "{caps}");
+        assert!(reply.get("result").is_none(), "{reply}");
+    }
 }
 
 /// The same refusal in the 2026-07-28 era from a request that did not
