@@ -121,9 +121,21 @@ pub(crate) fn from_upstream(name: &str, e: &tern_client::Error, timeout: Duratio
     }
 }
 
+/// An upstream's round larger than the proxy holds: the upstream answered
+/// what the proxy cannot pass on (-31000, `data.limit` naming the budget).
+/// Not busy: the same call would bring the same round, so a retry later
+/// (which a client makes of a busy refusal) would only run it again.
+pub(crate) fn too_large(name: &str, len: usize, max: usize) -> McpError {
+    failed(
+        name,
+        &format!("asked a round larger than the proxy holds ({len} bytes; at most {max})"),
+        serde_json::json!({ "upstream": name, "limit": "proxy_round_bytes" }),
+    )
+}
+
 /// A budget of the proxy reached: the busy refusal ([`ErrorCode::BUSY`]),
 /// `limit` naming it for the client (`proxy_pending_per_principal`,
-/// `proxy_pending`, `proxy_round_bytes`).
+/// `proxy_pending`).
 pub(crate) fn limit(message: String, limit: &'static str) -> McpError {
     McpError::busy(limit, message, None)
 }

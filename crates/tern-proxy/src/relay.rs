@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::Shared;
 use crate::error::{
-    Gone, UPSTREAM_ERROR, foreign, from_upstream, is_lost, limit, not_held, unavailable,
+    Gone, UPSTREAM_ERROR, foreign, from_upstream, is_lost, limit, not_held, too_large, unavailable,
 };
 use crate::parked::{Call, EVENTS, Event, Full, Kept, KeptRound};
 use crate::upstream::{Live, Upstream};
@@ -381,13 +381,7 @@ impl Forward {
         };
         let max = self.shared.options.max_round_bytes;
         if len > max {
-            return Err(limit(
-                format!(
-                    "the round of the upstream server {up:?} is larger than the proxy holds ({len} bytes; at most {max})"
-                ),
-                "proxy_round_bytes",
-            )
-            .into());
+            return Err(too_large(&up, len, max).into());
         }
         let digest = round.digest()?;
         let id = new_id();

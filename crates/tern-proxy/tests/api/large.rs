@@ -278,8 +278,10 @@ async fn a_held_round_expires_with_its_lifetime() {
     assert!(retries(&upstream).is_empty());
 }
 
-/// A round over `max_round_bytes` is refused with -31003 naming the
-/// budget, the upstream and the sizes; nothing is held.
+/// A round over `max_round_bytes` is refused with -31000 (the upstream
+/// asked what the proxy cannot pass on; not busy, which a client would
+/// retry to the same end) naming the budget, the upstream and the sizes;
+/// nothing is held.
 #[tokio::test]
 async fn a_round_larger_than_the_proxy_holds_is_refused() {
     let upstream = asking(big_schema(), big_state());
@@ -289,13 +291,13 @@ async fn a_round_larger_than_the_proxy_holds_is_refused() {
     };
     let proxy: Proxy = proxy_of(vec![("big", connect(upstream))], options).await;
     let r = send(&proxy, &call("t", json!({}), all_caps())).await;
-    assert_eq!(code(&r), ErrorCode::BUSY.0, "{r}");
+    assert_eq!(code(&r), ErrorCode::UPSTREAM_FAILED.0, "{r}");
     assert_eq!(r["error"]["data"]["limit"], "proxy_round_bytes");
+    assert_eq!(r["error"]["data"]["upstream"], "big");
     let message = r["error"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with(
-            "the round of the upstream server \"big\" is larger than the proxy holds ("
-        ),
+        message
+            .starts_with("the upstream server \"big\" asked a round larger than the proxy holds ("),
         "{message}"
     );
     assert!(message.ends_with("bytes; at most 16384)"), "{message}");
