@@ -22,6 +22,9 @@ pub(super) struct Withheld {
     pub(super) sampling: bool,
     /// `--no-roots`.
     pub(super) roots: bool,
+    /// The call went through a 2025-11-25 session, which can take no task
+    /// whatever it declares.
+    pub(super) session: bool,
 }
 
 const SAMPLING: &str = "pass --sampling-cmd COMMAND or --model-url URL (or answer in a terminal)";
@@ -126,6 +129,8 @@ fn extension(ext: &str, declared: &Value, withheld: Withheld) -> String {
     }
     let how = if withheld.tasks {
         "drop --no-tasks"
+    } else if withheld.session {
+        "a 2025-11-25 session cannot take a task: call the server in the 2026-07-28 era (drop --era legacy)"
     } else if declared
         .pointer("/extensions")
         .and_then(|e| e.get(TASKS_EXTENSION))
@@ -213,10 +218,21 @@ mod tests {
         );
         let declared = json!({"extensions": {TASKS_EXTENSION: {}}});
         assert_eq!(
-            lines(data, declared, Withheld::default()),
+            lines(data.clone(), declared.clone(), Withheld::default()),
             [format!(
                 "the server requires the tasks extension (io.modelcontextprotocol/tasks); {DECLARED}"
             )]
+        );
+        // Declared, but in a 2025-11-25 session, which takes no task.
+        let session = Withheld {
+            session: true,
+            ..Withheld::default()
+        };
+        assert_eq!(
+            lines(data, declared, session),
+            [
+                "the server requires the tasks extension (io.modelcontextprotocol/tasks); a 2025-11-25 session cannot take a task: call the server in the 2026-07-28 era (drop --era legacy)"
+            ]
         );
     }
 
@@ -228,6 +244,7 @@ mod tests {
             url: false,
             sampling: true,
             roots: true,
+            session: false,
         };
         let data =
             json!({"requiredCapabilities": {"elicitation": {}, "roots": {}, "sampling": {}}});

@@ -248,6 +248,7 @@ async fn call(
             url: args.form_only,
             sampling: args.no_sampling,
             roots: args.no_roots,
+            session: conn.client.era() == Some(tern::client::Era::Legacy),
         },
     };
     let code = match operate(&conn, what, args.args.as_deref(), &out, &rep_for, &provider).await {
