@@ -9,7 +9,7 @@ use tern::server::{
     Outcome, Server as TernServer, Task, TaskScope, TaskSupport, ToolDef, ToolResult,
 };
 
-use super::common::{Server, Target, run, tern_bin};
+use super::common::{Server, Target, in_process, run, tern_bin};
 
 const APPLY: &str = r#"{"apply_migration": {"action": "accept", "content": {"apply": true}}}"#;
 
@@ -82,18 +82,8 @@ fn task_only_server() -> TaskOnly {
         )
         .build()
         .unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (addr, _) = rt
-        .block_on(tern::http::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            server,
-            tern::http::HttpOptions::default(),
-        ))
-        .unwrap();
-    TaskOnly {
-        url: format!("http://{addr}/mcp"),
-        _rt: rt,
-    }
+    let (url, rt) = in_process(server);
+    TaskOnly { url, _rt: rt }
 }
 
 fn call_build(s: &TaskOnly, extra: &[&str]) -> super::common::Run {

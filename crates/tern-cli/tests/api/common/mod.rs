@@ -203,3 +203,17 @@ pub fn post(url: &str) -> String {
     s.read_to_string(&mut body).unwrap();
     body
 }
+
+/// Serves `server` over HTTP on a free loopback port from a runtime of its
+/// own: the endpoint's URL, and the runtime, which serves while it lives.
+pub fn in_process(server: tern::server::Server) -> (String, tokio::runtime::Runtime) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (addr, _) = rt
+        .block_on(tern::http::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            server,
+            tern::http::HttpOptions::default(),
+        ))
+        .unwrap();
+    (format!("http://{addr}/mcp"), rt)
+}

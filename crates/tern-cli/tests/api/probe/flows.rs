@@ -17,7 +17,7 @@ use tern::server::{
     ToolDef, ToolResult,
 };
 
-use super::super::common::{Run, Server, run, tern_bin};
+use super::super::common::{Run, Server, in_process, run, tern_bin};
 
 /// `tern probe ARGS… --json`: the run and its report.
 fn probe(args: &[&str]) -> (Run, Value) {
@@ -441,16 +441,9 @@ fn correct_server() -> Correct {
         )
         .build()
         .unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (addr, _) = rt
-        .block_on(tern::http::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            server,
-            tern::http::HttpOptions::default(),
-        ))
-        .unwrap();
+    let (url, rt) = in_process(server);
     Correct {
-        url: format!("http://{addr}/mcp"),
+        url,
         calls,
         _rt: rt,
     }
